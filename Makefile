@@ -1,0 +1,53 @@
+# Every target is a thin call into the project's own commands. `make help` lists them.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.osbp-installed
+
+.DEFAULT_GOAL := help
+.PHONY: help install lint typecheck pytest test demo bench traces conformance backend mcp clean
+
+help: ## Show this list of targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+# The virtual environment is rebuilt only when the project's metadata changes: a fast no-op otherwise.
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "osbp needs python3 >= 3.11" >&2; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install osbp with its dev extras
+
+lint: install ## Ruff lint
+	$(BIN)/ruff check .
+
+typecheck: install ## Mypy (strict on source)
+	$(BIN)/mypy
+
+pytest: install ## The test suite only
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest ## Lint, type-check and run every test (what CI runs)
+
+demo: install ## Book synthetic appointments end to end and show the guardrail refusing
+	$(BIN)/osbp demo
+
+bench: install ## Run the benchmarks against real servers on loopback (tables + bench-results/*.json)
+	$(BIN)/osbp bench
+
+traces: install ## Regenerate the trace gallery in traces/ from real runs
+	$(BIN)/osbp traces record
+
+conformance: install ## Grade this project's own MCP server with the conformance battery
+	$(BIN)/osbp conformance --self
+
+backend: install ## Run the synthetic platform on 127.0.0.1:8400 (Ctrl-C to stop)
+	$(BIN)/osbp backend
+
+mcp: install ## Run the MCP server over stdio (configure with OSBP_* variables)
+	$(BIN)/osbp mcp
+
+clean: ## Remove the virtual environment and caches
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,1 @@
+"""The reference OSBP adapter for the synthetic platform (osbp.backend), reached only over HTTP."""

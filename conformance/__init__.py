@@ -1,0 +1,1 @@
+"""A wire-level conformance battery that grades any OSBP stdio MCP server."""
