@@ -78,7 +78,12 @@ def test_absent_optionals_are_omitted_not_null() -> None:
     assert "starts_at" not in wire
     assert "null" not in slot.to_wire_json()
     assert set(wire) == {
-        "id", "organization_id", "schedule_id", "service_id", "starts_at_local", "ends_at_local"
+        "id",
+        "organization_id",
+        "schedule_id",
+        "service_id",
+        "starts_at_local",
+        "ends_at_local",
     }
 
 
@@ -86,7 +91,9 @@ def test_envelopes_have_the_spec_shapes() -> None:
     """Envelopes are {ok, value|problem, audit_event_id, osbp_runtime?} (OSBP spec, Result Envelope)."""
     ok = SuccessEnvelope[Receipt](value=Receipt(id="r", booking_id="b", text="t"), audit_event_id="aud_1")
     assert ok.to_wire() == {
-        "ok": True, "value": {"id": "r", "booking_id": "b", "text": "t"}, "audit_event_id": "aud_1"
+        "ok": True,
+        "value": {"id": "r", "booking_id": "b", "text": "t"},
+        "audit_event_id": "aud_1",
     }
     bad = FailureEnvelope(
         problem=Problem(code="slot_taken", message="gone", retryable=True),
