@@ -1,0 +1,134 @@
+"""Appointments: idempotent create, read, cancel and no-show."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header
+from starlette.responses import JSONResponse, Response
+
+from osbp.backend import appointments
+from osbp.backend.api.deps import RuntimeDep, problem_responses, version_pin
+from osbp.backend.idempotency import parse_key
+from osbp.backend.problems import Problem, problem_response
+from osbp.backend.wire import AppointmentCreate, AppointmentOut
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api", tags=["appointments"], dependencies=[Depends(version_pin)])
+
+_ARMED_DETAIL = {
+    "slot_taken": Problem("slot_taken", "The selected time was just booked by someone else."),
+    "rate_limited": Problem(
+        "rate_limited", "Too many booking attempts; retry shortly.", headers={"Retry-After": "1"}
+    ),
+    "requires_verification": Problem(
+        "requires_verification",
+        "This booking requires customer verification: send a code, then repeat the create with it.",
+        {"channel": "sms"},
+    ),
+}
+
+
+def _path(organization_id: str, appointment_id: str) -> str:
+    return f"/api/organizations/{organization_id}/appointments/{appointment_id}"
+
+
+@router.post(
+    "/organizations/{organization_id}/appointments",
+    status_code=201,
+    response_model=AppointmentOut,
+    responses=problem_responses(
+        "invalid_request",
+        "invalid_contact",
+        "idempotency_key_missing",
+        "verification_failed",
+        "organization_not_found",
+        "service_not_found",
+        "location_not_found",
+        "provider_not_found",
+        "slot_taken",
+        "slot_unavailable",
+        "idempotency_key_in_use",
+        "idempotency_key_reused",
+        "provider_not_eligible",
+        "requires_verification",
+        "rate_limited",
+    ),
+)
+def create_appointment(
+    organization_id: str,
+    body: AppointmentCreate,
+    runtime: RuntimeDep,
+    idempotency_key: Annotated[
+        str | None, Header(alias="Idempotency-Key", description="required; 1-255 visible ASCII characters")
+    ] = None,
+) -> Response:
+    """Book a slot atomically (exactly once per Idempotency-Key)."""
+    key = parse_key(idempotency_key)
+    if isinstance(key, Problem):
+        return problem_response(key)
+    armed = runtime.take_armed(organization_id)
+    if armed is not None:
+        return problem_response(_ARMED_DETAIL[armed])
+    outcome = appointments.create(
+        runtime.db,
+        organization_id=organization_id,
+        key=key,
+        request=body,
+        now=runtime.clock.now(),
+        tokens=runtime.tokens,
+    )
+    if isinstance(outcome, Problem):
+        return problem_response(outcome)
+    headers = {"Location": _path(organization_id, str(outcome.body.get("id", "")))}
+    if outcome.replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return JSONResponse(outcome.body, status_code=outcome.status_code, headers=headers)
+
+
+@router.get(
+    "/organizations/{organization_id}/appointments/{appointment_id}",
+    response_model=AppointmentOut,
+    responses=problem_responses("organization_not_found", "appointment_not_found"),
+)
+def read_appointment(
+    organization_id: str, appointment_id: str, runtime: RuntimeDep
+) -> AppointmentOut | Response:
+    """One appointment with its native status."""
+    found = appointments.get(
+        runtime.db, organization_id=organization_id, appointment_id=appointment_id, now=runtime.clock.now()
+    )
+    return problem_response(found) if isinstance(found, Problem) else found
+
+
+@router.post(
+    "/organizations/{organization_id}/appointments/{appointment_id}/cancel",
+    response_model=AppointmentOut,
+    responses=problem_responses(
+        "organization_not_found", "appointment_not_found", "appointment_not_cancellable"
+    ),
+)
+def cancel_appointment(
+    organization_id: str, appointment_id: str, runtime: RuntimeDep
+) -> AppointmentOut | Response:
+    """Cancel a pending or upcoming appointment (frees the provider's time)."""
+    done = appointments.cancel(
+        runtime.db, organization_id=organization_id, appointment_id=appointment_id, now=runtime.clock.now()
+    )
+    return problem_response(done) if isinstance(done, Problem) else done
+
+
+@router.post(
+    "/organizations/{organization_id}/appointments/{appointment_id}/no-show",
+    response_model=AppointmentOut,
+    responses=problem_responses(
+        "organization_not_found", "appointment_not_found", "appointment_not_cancellable"
+    ),
+)
+def mark_no_show(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> AppointmentOut | Response:
+    """The merchant marks a started appointment as a no-show."""
+    done = appointments.mark_no_show(
+        runtime.db, organization_id=organization_id, appointment_id=appointment_id, now=runtime.clock.now()
+    )
+    return problem_response(done) if isinstance(done, Problem) else done

@@ -1,0 +1,112 @@
+"""Availability: computed slots for one service on one merchant-local date (a deprecated endpoint)."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+from starlette.responses import Response
+
+from osbp.backend.api.deps import RuntimeDep, problem_responses, version_pin
+from osbp.backend.availability import find_slots
+from osbp.backend.catalog import (
+    get_location,
+    get_organization,
+    get_provider,
+    get_service,
+    locations_of,
+    providers_of,
+    service_price,
+)
+from osbp.backend.problems import Problem, problem_response
+from osbp.backend.wire import DATE_PATTERN, AvailabilityOut, SlotOut
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api", tags=["availability"], dependencies=[Depends(version_pin)])
+
+
+@router.get(
+    "/organizations/{organization_id}/availability",
+    response_model=AvailabilityOut,
+    deprecated=True,
+    responses=problem_responses(
+        "invalid_request",
+        "organization_not_found",
+        "service_not_found",
+        "location_not_found",
+        "provider_not_found",
+    ),
+)
+def read_availability(
+    organization_id: str,
+    runtime: RuntimeDep,
+    service_id: Annotated[str, Query(min_length=1, max_length=100)],
+    date_: Annotated[str, Query(alias="date", pattern=DATE_PATTERN, description="merchant-local YYYY-MM-DD")],
+    location_id: Annotated[str | None, Query(max_length=100)] = None,
+    provider_id: Annotated[str | None, Query(max_length=100)] = None,
+) -> AvailabilityOut | Response:
+    """Bookable slots (deprecated: carries Deprecation, Sunset and Link headers)."""
+    try:
+        day = date.fromisoformat(date_)
+    except ValueError:
+        return problem_response(
+            Problem(
+                "invalid_request",
+                f"date {date_!r} is not a calendar date.",
+                {"errors": [{"field": "query.date", "message": "not a calendar date"}]},
+            )
+        )
+    with runtime.db.read() as session:
+        organization = get_organization(session, organization_id)
+        if isinstance(organization, Problem):
+            return problem_response(organization)
+        service = get_service(session, organization_id, service_id)
+        if isinstance(service, Problem):
+            return problem_response(service)
+        locations = locations_of(session, organization_id)
+        providers = providers_of(session, organization_id)
+        if location_id is not None:
+            location = get_location(session, organization_id, location_id)
+            if isinstance(location, Problem):
+                return problem_response(location)
+            locations = [location]
+        if provider_id is not None:
+            provider = get_provider(session, organization_id, provider_id)
+            if isinstance(provider, Problem):
+                return problem_response(provider)
+            providers = [provider]
+        slots = find_slots(
+            session,
+            organization=organization,
+            service=service,
+            locations=locations,
+            providers=providers,
+            day=day,
+            now=runtime.clock.now(),
+        )
+    price = service_price(service)
+    return AvailabilityOut(
+        organization_id=organization_id,
+        service_id=service_id,
+        date=day.isoformat(),
+        slots=[
+            SlotOut(
+                location_id=slot.location.id,
+                location_name=slot.location.name,
+                time_zone=slot.location.time_zone,
+                provider_id=slot.provider.id,
+                provider_name=slot.provider.name,
+                provider_image_url=slot.provider.image_url,
+                service_id=service.id,
+                date=slot.opening.local_start.date().isoformat(),
+                time=slot.opening.local_start.strftime("%H:%M"),
+                end_date=slot.opening.local_end.date().isoformat(),
+                end_time=slot.opening.local_end.strftime("%H:%M"),
+                duration_minutes=service.duration_minutes,
+                price=price,
+            )
+            for slot in slots
+        ],
+    )

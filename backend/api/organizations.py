@@ -1,0 +1,83 @@
+"""Organizations and their services (each service with its policy)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from sqlmodel import col, select
+from starlette.responses import Response
+
+from osbp.backend.api.deps import RuntimeDep, problem_responses, version_pin
+from osbp.backend.catalog import (
+    get_organization,
+    get_service,
+    locations_of,
+    organization_out,
+    organization_summary,
+    providers_of,
+    service_out,
+    services_of,
+)
+from osbp.backend.models import Organization
+from osbp.backend.problems import Problem, problem_response
+from osbp.backend.wire import OrganizationList, OrganizationOut, ServiceList, ServiceOut
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api", tags=["organizations"], dependencies=[Depends(version_pin)])
+
+
+@router.get("/organizations", response_model=OrganizationList)
+def list_organizations(runtime: RuntimeDep) -> OrganizationList:
+    """Every organization on the platform."""
+    with runtime.db.read() as session:
+        organizations = session.exec(select(Organization).order_by(col(Organization.id))).all()
+        return OrganizationList(organizations=[organization_summary(item) for item in organizations])
+
+
+@router.get(
+    "/organizations/{organization_id}",
+    response_model=OrganizationOut,
+    responses=problem_responses("organization_not_found"),
+)
+def read_organization(organization_id: str, runtime: RuntimeDep) -> OrganizationOut | Response:
+    """One organization with its locations (address, coordinates, hours) and providers."""
+    with runtime.db.read() as session:
+        organization = get_organization(session, organization_id)
+        if isinstance(organization, Problem):
+            return problem_response(organization)
+        return organization_out(
+            organization, locations_of(session, organization_id), providers_of(session, organization_id)
+        )
+
+
+@router.get(
+    "/organizations/{organization_id}/services",
+    response_model=ServiceList,
+    responses=problem_responses("organization_not_found"),
+)
+def list_services(organization_id: str, runtime: RuntimeDep) -> ServiceList | Response:
+    """Every service of the organization, each with its policy."""
+    with runtime.db.read() as session:
+        organization = get_organization(session, organization_id)
+        if isinstance(organization, Problem):
+            return problem_response(organization)
+        return ServiceList(
+            services=[service_out(service) for service in services_of(session, organization_id)]
+        )
+
+
+@router.get(
+    "/organizations/{organization_id}/services/{service_id}",
+    response_model=ServiceOut,
+    responses=problem_responses("organization_not_found", "service_not_found"),
+)
+def read_service(organization_id: str, service_id: str, runtime: RuntimeDep) -> ServiceOut | Response:
+    """One service with its policy."""
+    with runtime.db.read() as session:
+        organization = get_organization(session, organization_id)
+        if isinstance(organization, Problem):
+            return problem_response(organization)
+        service = get_service(session, organization_id, service_id)
+        if isinstance(service, Problem):
+            return problem_response(service)
+        return service_out(service)

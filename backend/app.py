@@ -1,0 +1,74 @@
+"""The platform application: FastAPI routes behind the platform edge, problem+json for every error."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from osbp.backend.api import ROUTERS
+from osbp.backend.headers import PLATFORM_SERVER, PlatformEdge
+from osbp.backend.problems import Problem, problem_response
+from osbp.backend.runtime import Runtime
+from osbp.backend.settings import BackendSettings
+from osbp.backend.testing_api import router as testing_router
+from osbp.backend.tokens import TokenSource
+
+__all__ = ["create_app"]
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 429: "rate_limited"}
+
+
+def _field(location: tuple[object, ...]) -> str:
+    return ".".join(str(part) for part in location)
+
+
+async def _validation_problem(_request: Request, error: Exception) -> Response:
+    # Input values are deliberately left out: they may hold contact data.
+    errors = error.errors() if isinstance(error, RequestValidationError) else []
+    details = [
+        {"field": _field(tuple(item.get("loc", ()))), "message": str(item.get("msg", ""))} for item in errors
+    ]
+    summary = "; ".join(f"{item['field']}: {item['message']}" for item in details[:3]) or "invalid request"
+    return problem_response(Problem("invalid_request", summary, {"errors": details}))
+
+
+async def _http_problem(_request: Request, error: Exception) -> Response:
+    status = error.status_code if isinstance(error, StarletteHTTPException) else 500
+    code = _HTTP_CODES.get(status, "invalid_request" if status < 500 else "internal_error")
+    headers = dict(getattr(error, "headers", None) or {})
+    detail = str(getattr(error, "detail", "")) or code
+    return problem_response(Problem(code, detail, headers=headers))
+
+
+def create_app(
+    settings: BackendSettings | None = None,
+    *,
+    runtime: Runtime | None = None,
+    tokens: TokenSource | None = None,
+) -> FastAPI:
+    """Build the platform app (a fresh runtime from `settings` unless one is given)."""
+    runtime = runtime or Runtime.build(settings or BackendSettings(), tokens=tokens)
+    app = FastAPI(
+        title="Bookwell",
+        version=PLATFORM_SERVER.split("/")[1],
+        summary="A synthetic merchant booking platform with its own native API (osbp.backend).",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.runtime = runtime
+    for router in ROUTERS:
+        app.include_router(router)
+    if runtime.settings.enable_testing:
+        app.include_router(testing_router)
+
+    @app.get("/health", tags=["health"])
+    def health() -> dict[str, str]:
+        """Liveness for container health checks."""
+        return {"status": "ok"}
+
+    app.add_exception_handler(RequestValidationError, _validation_problem)
+    app.add_exception_handler(StarletteHTTPException, _http_problem)
+    app.add_middleware(PlatformEdge, runtime=runtime)
+    return app

@@ -1,0 +1,343 @@
+"""Appointments: the atomic, idempotent create, reads, cancel and no-show.
+
+The create runs inside one `BEGIN IMMEDIATE` transaction: it resolves the ids, checks eligibility,
+verification and the slot (including the provider's overlapping active appointments), and inserts, so
+no other writer can slip in between check and insert. The partial unique index on (provider, start) is
+the backstop: if it ever fires, the answer is still 409 `slot_taken`. The platform never double-sells a
+provider's time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from osbp.backend import idempotency
+from osbp.backend.availability import check_bookable, eligible
+from osbp.backend.catalog import get_location, get_organization, get_provider, get_service, service_price
+from osbp.backend.contacts import check_email, check_phone
+from osbp.backend.db import Database
+from osbp.backend.models import Appointment, Customer, Service, VerificationChallenge
+from osbp.backend.problems import Problem
+from osbp.backend.tokens import TokenSource
+from osbp.backend.verification import check_code
+from osbp.backend.wire import AppointmentCreate, AppointmentOut, CustomerOut
+
+__all__ = ["Created", "appointment_out", "cancel", "create", "get", "mark_no_show"]
+
+
+@dataclass(frozen=True)
+class Created:
+    """A successful create, fresh or replayed from its Idempotency-Key."""
+
+    body: dict[str, Any]
+    replayed: bool
+    status_code: int = 201
+
+
+def create(
+    db: Database,
+    *,
+    organization_id: str,
+    key: str,
+    request: AppointmentCreate,
+    now: datetime,
+    tokens: TokenSource,
+) -> Created | Problem:
+    """Create an appointment exactly once per Idempotency-Key, or say why not."""
+    digest = idempotency.fingerprint(request.model_dump(mode="json"))
+    with db.write() as session:
+        claimed = idempotency.claim(session, organization_id=organization_id, key=key, digest=digest, now=now)
+    if isinstance(claimed, Problem):
+        return claimed
+    if isinstance(claimed, idempotency.Replay):
+        return Created(body=claimed.body, replayed=True, status_code=claimed.status_code)
+    try:
+        with db.write() as session:
+            outcome = _create_locked(
+                session, organization_id=organization_id, request=request, now=now, tokens=tokens
+            )
+            if isinstance(outcome, Problem):
+                idempotency.release(session, organization_id=organization_id, key=key)
+                return outcome
+            body = outcome.model_dump(mode="json")
+            idempotency.store(session, organization_id=organization_id, key=key, status_code=201, body=body)
+        return Created(body=body, replayed=False)
+    except IntegrityError:
+        _release(db, organization_id, key)
+        return Problem("slot_taken", "The provider's time was booked by a concurrent request.")
+    except BaseException:
+        _release(db, organization_id, key)
+        raise
+
+
+def _release(db: Database, organization_id: str, key: str) -> None:
+    with db.write() as session:
+        idempotency.release(session, organization_id=organization_id, key=key)
+
+
+def _create_locked(
+    session: Session, *, organization_id: str, request: AppointmentCreate, now: datetime, tokens: TokenSource
+) -> AppointmentOut | Problem:
+    organization = get_organization(session, organization_id)
+    if isinstance(organization, Problem):
+        return organization
+    service = get_service(session, organization_id, request.service_id)
+    if isinstance(service, Problem):
+        return service
+    location = get_location(session, organization_id, request.location_id)
+    if isinstance(location, Problem):
+        return location
+    provider = get_provider(session, organization_id, request.provider_id)
+    if isinstance(provider, Problem):
+        return provider
+    if not eligible(service, location, provider):
+        return Problem(
+            "provider_not_eligible", f"Provider {provider.id} does not offer {service.id} at {location.id}."
+        )
+    contacts = _contacts(request)
+    if isinstance(contacts, Problem):
+        return contacts
+    phone, email = contacts
+    challenge = _verify(
+        session,
+        service=service,
+        organization_id=organization_id,
+        phone=phone,
+        email=email,
+        code=request.verification_code,
+        now=now,
+    )
+    if isinstance(challenge, Problem):
+        return challenge
+    opening = check_bookable(
+        session,
+        organization=organization,
+        service=service,
+        location=location,
+        provider=provider,
+        day=date.fromisoformat(request.date),
+        start=time.fromisoformat(request.time),
+        now=now,
+    )
+    if isinstance(opening, Problem):
+        return opening
+    customer = _customer(session, organization_id, request, phone, email, tokens)
+    appointment = Appointment(
+        id=tokens.hex_id("apt"),
+        organization_id=organization_id,
+        service_id=service.id,
+        location_id=location.id,
+        provider_id=provider.id,
+        customer_id=customer.id,
+        customer_display_name=request.customer.display_name,
+        customer_given_name=request.customer.given_name,
+        customer_family_name=request.customer.family_name,
+        customer_phone=phone,
+        customer_email=email,
+        local_date=opening.local_start.date().isoformat(),
+        local_time=opening.local_start.strftime("%H:%M"),
+        end_date=opening.local_end.date().isoformat(),
+        end_time=opening.local_end.strftime("%H:%M"),
+        time_zone=location.time_zone,
+        duration_minutes=service.duration_minutes,
+        price_kind=service.price_kind,
+        price_amount=service.price_amount if service.price_kind == "fixed" else None,
+        currency=service.currency,
+        starts_utc=opening.start_utc,
+        ends_utc=opening.end_utc,
+        status="pending" if service.requires_consultation else "confirmed",
+        exclusive=not organization.parallel_bookings,
+        verified_by=challenge.channel if challenge is not None else None,
+        client_metadata=dict(request.metadata),
+        created_utc=int(now.timestamp()),
+    )
+    session.add(appointment)
+    if challenge is not None:
+        challenge.state = "consumed"
+        session.add(challenge)
+    session.flush()
+    return appointment_out(appointment, service, now)
+
+
+def _contacts(request: AppointmentCreate) -> tuple[str | None, str | None] | Problem:
+    phone = email = None
+    if request.customer.phone is not None:
+        checked = check_phone(request.customer.phone, "customer.phone")
+        if isinstance(checked, Problem):
+            return checked
+        phone = checked
+    if request.customer.email is not None:
+        checked = check_email(request.customer.email, "customer.email")
+        if isinstance(checked, Problem):
+            return checked
+        email = checked
+    if phone is None and email is None:
+        return Problem(
+            "invalid_contact", "customer.phone or customer.email is required.", {"field": "customer.phone"}
+        )
+    return phone, email
+
+
+def _verify(
+    session: Session,
+    *,
+    service: Service,
+    organization_id: str,
+    phone: str | None,
+    email: str | None,
+    code: str | None,
+    now: datetime,
+) -> VerificationChallenge | Problem | None:
+    if service.verification == "none":
+        return None
+    contact, field = (phone, "customer.phone") if service.verification == "sms" else (email, "customer.email")
+    if contact is None:
+        return Problem(
+            "invalid_contact",
+            f"{field} is required: this service verifies by {service.verification}.",
+            {"field": field},
+        )
+    if code is None:
+        return Problem(
+            "requires_verification",
+            f"This service requires {service.verification} verification: send a code, then "
+            "repeat the create with verification_code.",
+            {"channel": service.verification},
+        )
+    organization = get_organization(session, organization_id)
+    if isinstance(organization, Problem):
+        return organization
+    return check_code(session, organization=organization, contact=contact, code=code, now=now)
+
+
+def _customer(
+    session: Session,
+    organization_id: str,
+    request: AppointmentCreate,
+    phone: str | None,
+    email: str | None,
+    tokens: TokenSource,
+) -> Customer:
+    """Find the customer by phone, then email; create one if new; keep the latest names."""
+    customer = None
+    for column, value in ((Customer.phone, phone), (Customer.email, email)):
+        if value is not None and customer is None:
+            customer = session.exec(
+                select(Customer).where(Customer.organization_id == organization_id, col(column) == value)
+            ).first()
+    if customer is None:
+        customer = Customer(id=tokens.hex_id("cus"), organization_id=organization_id, display_name="")
+    customer.display_name = request.customer.display_name
+    customer.given_name = request.customer.given_name
+    customer.family_name = request.customer.family_name
+    customer.phone = phone or customer.phone
+    customer.email = email or customer.email
+    session.add(customer)
+    return customer
+
+
+def appointment_out(appointment: Appointment, service: Service, now: datetime) -> AppointmentOut:
+    """The native appointment document (a confirmed appointment whose end has passed is `completed`)."""
+    status = appointment.status
+    if status == "confirmed" and appointment.ends_utc <= now.timestamp():
+        status = "completed"
+    price = service_price(service).model_copy(
+        update={"amount": appointment.price_amount, "currency": appointment.currency}
+    )
+    return AppointmentOut.model_validate(
+        {
+            "id": appointment.id,
+            "organization_id": appointment.organization_id,
+            "status": status,
+            "service_id": appointment.service_id,
+            "service_name": service.name,
+            "location_id": appointment.location_id,
+            "provider_id": appointment.provider_id,
+            "date": appointment.local_date,
+            "time": appointment.local_time,
+            "end_date": appointment.end_date,
+            "end_time": appointment.end_time,
+            "time_zone": appointment.time_zone,
+            "duration_minutes": appointment.duration_minutes,
+            "price": price,
+            "customer": CustomerOut(
+                id=appointment.customer_id,
+                display_name=appointment.customer_display_name,
+                given_name=appointment.customer_given_name,
+                family_name=appointment.customer_family_name,
+                phone=appointment.customer_phone,
+                email=appointment.customer_email,
+            ),
+            "verified_by": appointment.verified_by,
+            "metadata": dict(appointment.client_metadata),
+        }
+    )
+
+
+def _find(
+    session: Session, organization_id: str, appointment_id: str
+) -> tuple[Appointment, Service] | Problem:
+    organization = get_organization(session, organization_id)
+    if isinstance(organization, Problem):
+        return organization
+    appointment = session.get(Appointment, appointment_id)
+    if appointment is None or appointment.organization_id != organization_id:
+        return Problem("appointment_not_found", f"No appointment {appointment_id!r} at {organization_id!r}.")
+    service = get_service(session, organization_id, appointment.service_id)
+    if isinstance(service, Problem):
+        return service
+    return appointment, service
+
+
+def get(
+    db: Database, *, organization_id: str, appointment_id: str, now: datetime
+) -> AppointmentOut | Problem:
+    """Read one appointment."""
+    with db.read() as session:
+        found = _find(session, organization_id, appointment_id)
+        if isinstance(found, Problem):
+            return found
+        return appointment_out(*found, now)
+
+
+def cancel(
+    db: Database, *, organization_id: str, appointment_id: str, now: datetime
+) -> AppointmentOut | Problem:
+    """Cancel a pending or upcoming confirmed appointment, freeing the provider's time."""
+    with db.write() as session:
+        found = _find(session, organization_id, appointment_id)
+        if isinstance(found, Problem):
+            return found
+        appointment, service = found
+        current = appointment_out(appointment, service, now).status
+        if current not in ("pending", "confirmed"):
+            return Problem(
+                "appointment_not_cancellable", f"The appointment is {current}; it cannot be cancelled."
+            )
+        appointment.status = "cancelled"
+        session.add(appointment)
+        return appointment_out(appointment, service, now)
+
+
+def mark_no_show(
+    db: Database, *, organization_id: str, appointment_id: str, now: datetime
+) -> AppointmentOut | Problem:
+    """The merchant marks a started confirmed appointment as a no-show."""
+    with db.write() as session:
+        found = _find(session, organization_id, appointment_id)
+        if isinstance(found, Problem):
+            return found
+        appointment, service = found
+        if appointment.status != "confirmed" or appointment.starts_utc > now.timestamp():
+            return Problem(
+                "appointment_not_cancellable",
+                "Only a confirmed appointment that has started can be marked a no-show.",
+            )
+        appointment.status = "no_show"
+        session.add(appointment)
+        return appointment_out(appointment, service, now)

@@ -1,0 +1,196 @@
+"""The platform's tables (SQLModel on SQLite).
+
+Appointment times are stored twice: the merchant-local wall-clock the API speaks, and UTC epoch seconds
+(`starts_utc`, `ends_utc`) so overlap checks are indexed range queries that never scan history. A partial
+unique index on (provider, start) over active exclusive appointments backs up the transactional check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, Column, Index, text
+from sqlmodel import Field, SQLModel
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "Appointment",
+    "Customer",
+    "IdempotencyRecord",
+    "Location",
+    "Organization",
+    "OutboxMessage",
+    "Provider",
+    "Service",
+    "VerificationChallenge",
+]
+
+#: Statuses that hold a provider's time.
+ACTIVE_STATUSES = ("pending", "confirmed")
+
+
+class Organization(SQLModel, table=True):
+    """A merchant."""
+
+    id: str = Field(primary_key=True)
+    name: str
+    slug: str
+    domain: str
+    phone: str
+    support_email: str
+    time_zone: str
+    currency: str
+    country: str
+    slot_interval_minutes: int
+    verification_sandbox: bool = False
+    parallel_bookings: bool = False
+
+
+class Location(SQLModel, table=True):
+    """A place (or an online room) with weekly hours; `hours` holds `{weekday, open, close}` entries."""
+
+    id: str = Field(primary_key=True)
+    organization_id: str = Field(index=True, foreign_key="organization.id")
+    name: str
+    kind: str
+    time_zone: str
+    address: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    latitude: float | None = None
+    longitude: float | None = None
+    hours: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+
+
+class Provider(SQLModel, table=True):
+    """A person whose time is booked."""
+
+    id: str = Field(primary_key=True)
+    organization_id: str = Field(index=True, foreign_key="organization.id")
+    name: str
+    title: str | None = None
+    image_url: str | None = None
+    location_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    service_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+
+
+class Service(SQLModel, table=True):
+    """A bookable service with its policy (amounts are major-unit strings in `currency`)."""
+
+    id: str = Field(primary_key=True)
+    organization_id: str = Field(index=True, foreign_key="organization.id")
+    name: str
+    description: str
+    duration_minutes: int
+    price_kind: str
+    price_amount: str | None = None
+    currency: str
+    requires_consultation: bool = False
+    location_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    options: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    cancellation_allowed: bool = True
+    cancellation_window_minutes: int | None = None
+    cancellation_fee: str | None = None
+    cancellation_note: str = ""
+    late_grace_minutes: int | None = None
+    no_show_fee: str | None = None
+    payment_requirement: str = "none"
+    deposit_amount: str | None = None
+    verification: str = "none"
+
+
+class Customer(SQLModel, table=True):
+    """A person appointments are for, found again by phone or email within an organization."""
+
+    id: str = Field(primary_key=True)
+    organization_id: str = Field(index=True, foreign_key="organization.id")
+    display_name: str
+    given_name: str | None = None
+    family_name: str | None = None
+    phone: str | None = Field(default=None, index=True)
+    email: str | None = Field(default=None, index=True)
+
+
+class Appointment(SQLModel, table=True):
+    """A booked appointment (status pending, confirmed, cancelled or no_show; completed is derived)."""
+
+    __table_args__ = (
+        Index("ix_appointment_provider_start", "provider_id", "starts_utc"),
+        Index(
+            "ux_appointment_provider_active_start",
+            "provider_id",
+            "starts_utc",
+            unique=True,
+            sqlite_where=text("exclusive = 1 AND status IN ('pending', 'confirmed')"),
+        ),
+    )
+
+    id: str = Field(primary_key=True)
+    organization_id: str = Field(index=True, foreign_key="organization.id")
+    service_id: str
+    location_id: str
+    provider_id: str
+    customer_id: str
+    # The customer exactly as given on this booking (the customer record keeps only the latest names).
+    customer_display_name: str
+    customer_given_name: str | None = None
+    customer_family_name: str | None = None
+    customer_phone: str | None = None
+    customer_email: str | None = None
+    local_date: str
+    local_time: str
+    end_date: str
+    end_time: str
+    time_zone: str
+    duration_minutes: int
+    price_kind: str
+    price_amount: str | None = None
+    currency: str
+    starts_utc: int
+    ends_utc: int
+    status: str
+    exclusive: bool = True
+    verified_by: str | None = None
+    client_metadata: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    created_utc: int
+
+
+class VerificationChallenge(SQLModel, table=True):
+    """An issued code, stored only as a salted hash; state open, consumed, locked or superseded."""
+
+    __table_args__ = (Index("ix_challenge_lookup", "organization_id", "purpose", "contact"),)
+
+    id: str = Field(primary_key=True)
+    organization_id: str = Field(foreign_key="organization.id")
+    purpose: str
+    channel: str
+    contact: str
+    code_hash: str
+    created_utc: int
+    expires_utc: int
+    attempts: int = 0
+    state: str = "open"
+
+
+class IdempotencyRecord(SQLModel, table=True):
+    """One `Idempotency-Key` per organization: in flight, or completed with the stored response."""
+
+    organization_id: str = Field(primary_key=True)
+    key: str = Field(primary_key=True)
+    fingerprint: str
+    state: str
+    status_code: int | None = None
+    response_body: str | None = None
+    created_utc: int
+
+
+class OutboxMessage(SQLModel, table=True):
+    """A message handed to the (simulated) SMS/email gateway."""
+
+    seq: int | None = Field(default=None, primary_key=True)
+    id: str = Field(index=True)
+    organization_id: str = Field(index=True)
+    channel: str
+    to: str
+    purpose: str
+    body: str
+    code: str
+    sent_utc: int

@@ -1,0 +1,70 @@
+"""A per-client fixed-window rate limiter and its IETF RateLimit header fields.
+
+Each client (keyed by peer address) gets `quota` requests per `window` seconds, counted from its first
+request in the window. Headers follow draft-ietf-httpapi-ratelimit-headers:
+`RateLimit-Policy: "default";q=<quota>;w=<window>` and `RateLimit: "default";r=<remaining>;t=<reset>`.
+Time is a monotonic source, injected, independent of the (possibly frozen) business clock.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["POLICY_NAME", "Decision", "RateLimiter"]
+
+POLICY_NAME = "default"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The limiter's answer for one request."""
+
+    allowed: bool
+    quota: int
+    window: int
+    remaining: int
+    reset_seconds: int
+
+    def headers(self) -> dict[str, str]:
+        """RateLimit-Policy and RateLimit header fields (plus Retry-After when refused)."""
+        fields = {
+            "RateLimit-Policy": f'"{POLICY_NAME}";q={self.quota};w={self.window}',
+            "RateLimit": f'"{POLICY_NAME}";r={self.remaining};t={self.reset_seconds}',
+        }
+        if not self.allowed:
+            fields["Retry-After"] = str(self.reset_seconds)
+        return fields
+
+
+class RateLimiter:
+    """Fixed windows per client key, thread-safe."""
+
+    def __init__(self, quota: int, window: int, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.quota = quota
+        self.window = window
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._windows: dict[str, tuple[float, int]] = {}
+
+    def hit(self, key: str) -> Decision:
+        """Count one request for `key` and say whether it is allowed."""
+        now = self._monotonic()
+        with self._lock:
+            started, used = self._windows.get(key, (now, 0))
+            if now - started >= self.window:
+                started, used = now, 0
+            allowed = used < self.quota
+            if allowed:
+                used += 1
+            self._windows[key] = (started, used)
+        reset = max(1, math.ceil(started + self.window - now))
+        return Decision(allowed, self.quota, self.window, self.quota - used, reset)
+
+    def clear(self) -> None:
+        """Forget every client's window."""
+        with self._lock:
+            self._windows.clear()

@@ -1,0 +1,85 @@
+"""The platform's per-process state: settings, database, clock, randomness, limiter, test arms, counters.
+
+One `Runtime` per app instance (kept on `app.state.runtime`), so several platforms can run side by side
+in one test process without sharing anything.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+
+from osbp.backend.clock import PlatformClock
+from osbp.backend.db import Database
+from osbp.backend.ratelimit import RateLimiter
+from osbp.backend.seed import seed
+from osbp.backend.settings import BackendSettings
+from osbp.backend.tokens import SecretTokens, TokenSource
+
+__all__ = ["ARMABLE_OUTCOMES", "Runtime"]
+
+#: Outcomes the test surface can arm for an organization's next appointment create.
+ARMABLE_OUTCOMES = ("slot_taken", "rate_limited", "requires_verification")
+
+
+@dataclass
+class Runtime:
+    """Everything a request handler may touch."""
+
+    settings: BackendSettings
+    db: Database
+    clock: PlatformClock
+    tokens: TokenSource
+    limiter: RateLimiter
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _armed: dict[str, str] = field(default_factory=dict)
+    _create_requests: Counter[str] = field(default_factory=Counter)
+
+    @classmethod
+    def build(cls, settings: BackendSettings, tokens: TokenSource | None = None) -> Runtime:
+        """Open (and seed) the database and assemble the runtime from `settings`."""
+        db = Database(settings.db)
+        db.create_all()
+        with db.write() as session:
+            seed(session)
+        return cls(
+            settings=settings,
+            db=db,
+            clock=PlatformClock(settings.now),
+            tokens=tokens or SecretTokens(),
+            limiter=RateLimiter(settings.rate_limit_quota, settings.rate_limit_window_seconds),
+        )
+
+    def arm(self, organization_id: str, outcome: str) -> None:
+        """Make the organization's next appointment create fail with `outcome` (consumed once)."""
+        with self._lock:
+            self._armed[organization_id] = outcome
+
+    def take_armed(self, organization_id: str) -> str | None:
+        """Consume and return the armed outcome for the organization, if any."""
+        with self._lock:
+            return self._armed.pop(organization_id, None)
+
+    def count_create_request(self, organization_id: str) -> None:
+        """Record that an appointment-create HTTP request arrived for the organization."""
+        with self._lock:
+            self._create_requests[organization_id] += 1
+
+    def create_requests(self, organization_id: str | None) -> int:
+        """Appointment-create requests received (for one organization, or all)."""
+        with self._lock:
+            if organization_id is None:
+                return sum(self._create_requests.values())
+            return self._create_requests[organization_id]
+
+    def reset(self) -> None:
+        """Back to seeds: data, arms, counters, rate-limit windows and the clock."""
+        with self.db.write() as session:
+            self.db.clear(session)
+            seed(session)
+        with self._lock:
+            self._armed.clear()
+            self._create_requests.clear()
+        self.limiter.clear()
+        self.clock.restore()

@@ -1,0 +1,173 @@
+"""The test-only control surface under `/_testing/`, mounted only when `enable_testing` is set.
+
+Arm an organization's next appointment create to fail (consumed once), read the outbox (the stand-in
+SMS/email gateway), set or advance the platform clock, reset to seeds, and read counters that prove a
+write did or did not happen. The shapes are a contract with the conformance battery and the demo.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
+from sqlmodel import col, func, select
+from starlette.responses import Response
+
+from osbp.backend.api.deps import RuntimeDep
+from osbp.backend.catalog import get_organization
+from osbp.backend.models import ACTIVE_STATUSES, Appointment, OutboxMessage
+from osbp.backend.problems import Problem, problem_response
+
+__all__ = ["ArmRequest", "ClockRequest", "router"]
+
+router = APIRouter(prefix="/_testing", tags=["testing"])
+
+
+class ArmRequest(BaseModel):
+    """Arm the next appointment create of an organization."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    organization_id: str = Field(min_length=1, max_length=100)
+    outcome: Literal["slot_taken", "rate_limited", "requires_verification"]
+
+
+class Armed(BaseModel):
+    """What is armed."""
+
+    organization_id: str
+    armed: str
+
+
+class ClockRequest(BaseModel):
+    """Set the clock to an instant, or advance it by seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    now: AwareDatetime | None = None
+    advance_seconds: float | None = Field(default=None, ge=-10 * 365 * 86400, le=10 * 365 * 86400)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ClockRequest:
+        if (self.now is None) == (self.advance_seconds is None):
+            raise ValueError("give exactly one of now or advance_seconds")
+        return self
+
+
+class ClockOut(BaseModel):
+    """The platform clock's current instant."""
+
+    now: str
+
+
+class Message(BaseModel):
+    """One outbox message."""
+
+    id: str
+    organization_id: str
+    channel: str
+    to: str
+    purpose: str
+    body: str
+    code: str
+    sent_at: str
+
+
+class Outbox(BaseModel):
+    """Outbox messages, oldest first."""
+
+    messages: list[Message]
+
+
+class Stats(BaseModel):
+    """Counters proving whether writes and create requests happened."""
+
+    organization_id: str | None
+    appointments: int
+    active_appointments: int
+    create_requests: int
+
+
+def _iso(epoch: int | float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
+
+
+@router.post("/arm", response_model=Armed)
+def arm(body: ArmRequest, runtime: RuntimeDep) -> Armed | Response:
+    """Make the organization's next appointment create fail with `outcome`, once."""
+    with runtime.db.read() as session:
+        organization = get_organization(session, body.organization_id)
+    if isinstance(organization, Problem):
+        return problem_response(organization)
+    runtime.arm(body.organization_id, body.outcome)
+    return Armed(organization_id=body.organization_id, armed=body.outcome)
+
+
+@router.get("/outbox", response_model=Outbox)
+def outbox(
+    runtime: RuntimeDep, organization_id: Annotated[str | None, Query(max_length=100)] = None
+) -> Outbox:
+    """Messages handed to the simulated SMS/email gateway, oldest first."""
+    query = select(OutboxMessage).order_by(col(OutboxMessage.seq))
+    if organization_id is not None:
+        query = query.where(OutboxMessage.organization_id == organization_id)
+    with runtime.db.read() as session:
+        rows = session.exec(query).all()
+    return Outbox(
+        messages=[
+            Message(
+                id=row.id,
+                organization_id=row.organization_id,
+                channel=row.channel,
+                to=row.to,
+                purpose=row.purpose,
+                body=row.body,
+                code=row.code,
+                sent_at=_iso(row.sent_utc),
+            )
+            for row in rows
+        ]
+    )
+
+
+@router.get("/clock", response_model=ClockOut)
+def read_clock(runtime: RuntimeDep) -> ClockOut:
+    """The platform clock."""
+    return ClockOut(now=_iso(runtime.clock.now().timestamp()))
+
+
+@router.post("/clock", response_model=ClockOut)
+def set_clock(body: ClockRequest, runtime: RuntimeDep) -> ClockOut:
+    """Freeze the clock at `now`, or move it by `advance_seconds`."""
+    if body.now is not None:
+        instant = runtime.clock.set(body.now)
+    else:
+        instant = runtime.clock.advance(body.advance_seconds or 0.0)
+    return ClockOut(now=_iso(instant.timestamp()))
+
+
+@router.post("/reset")
+def reset(runtime: RuntimeDep) -> dict[str, bool]:
+    """Back to seeds: data, outbox, arms, counters, rate-limit windows, clock."""
+    runtime.reset()
+    return {"reset": True}
+
+
+@router.get("/stats", response_model=Stats)
+def stats(runtime: RuntimeDep, organization_id: Annotated[str | None, Query(max_length=100)] = None) -> Stats:
+    """Appointment rows and create requests (for one organization, or all)."""
+    total = select(func.count()).select_from(Appointment)
+    active = total.where(col(Appointment.status).in_(ACTIVE_STATUSES))
+    if organization_id is not None:
+        total = total.where(Appointment.organization_id == organization_id)
+        active = active.where(Appointment.organization_id == organization_id)
+    with runtime.db.read() as session:
+        appointments, active_appointments = session.exec(total).one(), session.exec(active).one()
+    return Stats(
+        organization_id=organization_id,
+        appointments=appointments,
+        active_appointments=active_appointments,
+        create_requests=runtime.create_requests(organization_id),
+    )

@@ -1,0 +1,308 @@
+"""The native API's wire shapes (pydantic): requests the platform accepts and documents it returns.
+
+This is the platform's own dialect: major-unit price strings, minutes, weekday 0 = Sunday, wall-clock
+`date`/`time` plus `time_zone`. Request models forbid unknown fields.
+"""
+
+from __future__ import annotations
+
+from datetime import date as date_type
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "Address",
+    "AppointmentCreate",
+    "AppointmentOut",
+    "AvailabilityOut",
+    "CancellationOut",
+    "Coordinates",
+    "CustomerIn",
+    "CustomerOut",
+    "HoursEntry",
+    "LocationOut",
+    "OptionOut",
+    "OrganizationList",
+    "OrganizationOut",
+    "OrganizationSummary",
+    "PaymentOut",
+    "PolicyOut",
+    "Price",
+    "ProviderOut",
+    "ServiceList",
+    "ServiceOut",
+    "SlotOut",
+    "VerificationOut",
+    "VerificationSend",
+]
+
+PriceKind = Literal["fixed", "insurance_dependent", "quote_required", "unknown"]
+DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
+TIME_PATTERN = r"^([01]\d|2[0-3]):[0-5]\d$"
+
+
+class Price(BaseModel):
+    """A native price: major-unit decimal string with the currency's minor digits, or a non-fixed kind."""
+
+    kind: PriceKind
+    amount: str | None = Field(examples=["120.00"])
+    currency: str = Field(examples=["USD"])
+
+
+class HoursEntry(BaseModel):
+    """One opening period; weekday 0 = Sunday; close earlier than open runs past midnight."""
+
+    weekday: int = Field(ge=0, le=6)
+    open: str
+    close: str
+
+
+class Address(BaseModel):
+    """A postal address."""
+
+    line1: str
+    line2: str | None = None
+    city: str
+    region: str
+    postal_code: str
+    country: str
+
+
+class Coordinates(BaseModel):
+    """WGS 84 coordinates."""
+
+    latitude: float
+    longitude: float
+
+
+class LocationOut(BaseModel):
+    """A location (online locations have no address or coordinates)."""
+
+    id: str
+    name: str
+    kind: Literal["in_person", "online"]
+    time_zone: str
+    address: Address | None
+    coordinates: Coordinates | None
+    hours: list[HoursEntry]
+
+
+class ProviderOut(BaseModel):
+    """A provider, where they work and what they offer."""
+
+    id: str
+    name: str
+    title: str | None
+    image_url: str | None
+    location_ids: list[str]
+    service_ids: list[str]
+
+
+class OrganizationSummary(BaseModel):
+    """An organization in the directory."""
+
+    id: str
+    name: str
+    slug: str
+    time_zone: str
+    currency: str
+    country: str
+
+
+class OrganizationList(BaseModel):
+    """The organization directory."""
+
+    organizations: list[OrganizationSummary]
+
+
+class OrganizationOut(OrganizationSummary):
+    """An organization with its locations and providers."""
+
+    domain: str
+    phone: str
+    support_email: str
+    slot_interval_minutes: int
+    verification_sandbox: bool
+    parallel_bookings: bool
+    locations: list[LocationOut]
+    providers: list[ProviderOut]
+
+
+class OptionOut(BaseModel):
+    """An add-on shown with a service (not bookable on its own)."""
+
+    id: str
+    name: str
+    duration_minutes: int
+    price: Price
+
+
+class CancellationOut(BaseModel):
+    """Cancellation terms."""
+
+    allowed: bool
+    window_minutes: int | None
+    fee: Price | None
+    note: str
+
+
+class PaymentOut(BaseModel):
+    """What must be paid when booking."""
+
+    requirement: Literal["none", "deposit", "full_prepay", "unknown"]
+    deposit: Price | None
+
+
+class PolicyOut(BaseModel):
+    """A service's booking policy."""
+
+    cancellation: CancellationOut
+    late_grace_minutes: int | None
+    no_show_fee: Price | None
+    payment: PaymentOut
+    verification: Literal["sms", "email", "none"]
+
+
+class ServiceOut(BaseModel):
+    """A service with its policy."""
+
+    id: str
+    organization_id: str
+    name: str
+    description: str
+    duration_minutes: int
+    price: Price
+    requires_consultation: bool
+    location_ids: list[str]
+    options: list[OptionOut]
+    policy: PolicyOut
+
+
+class ServiceList(BaseModel):
+    """An organization's services."""
+
+    services: list[ServiceOut]
+
+
+class SlotOut(BaseModel):
+    """A bookable opening, in merchant-local wall-clock."""
+
+    location_id: str
+    location_name: str
+    time_zone: str
+    provider_id: str
+    provider_name: str
+    provider_image_url: str | None
+    service_id: str
+    date: str
+    time: str
+    end_date: str
+    end_time: str
+    duration_minutes: int
+    price: Price
+
+
+class AvailabilityOut(BaseModel):
+    """The slots of one service on one local date."""
+
+    organization_id: str
+    service_id: str
+    date: str
+    slots: list[SlotOut]
+
+
+class CustomerIn(BaseModel):
+    """The person the appointment is for (contacts are checked by the platform: E.164 phone, email)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    display_name: str = Field(min_length=1, max_length=200)
+    given_name: str | None = Field(default=None, max_length=100)
+    family_name: str | None = Field(default=None, max_length=100)
+    phone: str | None = Field(default=None, max_length=32)
+    email: str | None = Field(default=None, max_length=320)
+
+
+class AppointmentCreate(BaseModel):
+    """The body of an appointment create."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    service_id: str = Field(min_length=1, max_length=100)
+    location_id: str = Field(min_length=1, max_length=100)
+    provider_id: str = Field(min_length=1, max_length=100)
+    date: str = Field(pattern=DATE_PATTERN, examples=["2026-05-05"])
+    time: str = Field(pattern=TIME_PATTERN, examples=["13:00"])
+    customer: CustomerIn
+    verification_code: str | None = Field(default=None, max_length=32)
+    metadata: dict[str, str] = Field(default_factory=dict, max_length=20)
+
+    @field_validator("date")
+    @classmethod
+    def _real_date(cls, value: str) -> str:
+        date_type.fromisoformat(value)
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _bounded(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, item in value.items():
+            if not 1 <= len(key) <= 64 or len(item) > 500:
+                raise ValueError("metadata keys are 1-64 characters and values at most 500")
+        return value
+
+
+class CustomerOut(BaseModel):
+    """The customer as stored."""
+
+    id: str
+    display_name: str
+    given_name: str | None
+    family_name: str | None
+    phone: str | None
+    email: str | None
+
+
+class AppointmentOut(BaseModel):
+    """An appointment, in merchant-local wall-clock."""
+
+    id: str
+    organization_id: str
+    status: Literal["pending", "confirmed", "cancelled", "completed", "no_show"]
+    service_id: str
+    service_name: str
+    location_id: str
+    provider_id: str
+    date: str
+    time: str
+    end_date: str
+    end_time: str
+    time_zone: str
+    duration_minutes: int
+    price: Price
+    customer: CustomerOut
+    verified_by: Literal["sms", "email"] | None
+    metadata: dict[str, str]
+
+
+class VerificationSend(BaseModel):
+    """Ask the platform to send a verification code."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    purpose: str = Field(min_length=1, max_length=200, examples=["booking:gus_notary"])
+    channel: Literal["sms", "email"] | None = None
+    phone: str | None = Field(default=None, max_length=32)
+    email: str | None = Field(default=None, max_length=320)
+
+
+class VerificationOut(BaseModel):
+    """A sent challenge (the code itself never appears)."""
+
+    id: str
+    organization_id: str
+    purpose: str
+    channel: Literal["sms", "email"]
+    destination: str
+    expires_in_seconds: int
