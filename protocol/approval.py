@@ -1,0 +1,273 @@
+"""The final-confirmation gate: no platform appointment create before the user approved the exact booking.
+
+The adapter calls :meth:`ApprovalGate.evaluate` after mandate validation and the slot check, with the
+booking.create input and the summary built by :func:`build_approval_summary` from the freshly resolved
+facts. It answers :class:`Approved` or the challenge :class:`~osbp.protocol.models.Problem`
+(``requires_user_confirmation``, retryable) whose message is the user-facing summary followed by a
+machine-directed retry instruction containing exactly ``approval.token="<token>"``.
+
+Token rules:
+
+* unguessable (``secrets`` by default; the source is injectable), issued for 10 minutes on the injected
+  clock and persisted in the shared state file beside the idempotency records;
+* bound to the payload hash (:func:`~osbp.protocol.idempotency.booking_payload_hash`: the input without
+  ``approval`` and ``verification_code``, so the idempotency_key is included) **and** to the SHA-256 of the
+  summary text the user saw;
+* re-issued unchanged while unexpired for the same payload and summary (a repeated preflight returns the
+  same token); when the summary changes (price, policy text, names) the gate re-challenges with the fresh
+  summary and a fresh token, and earlier tokens of that payload stop working;
+* never authorizes another payload or idempotency key (that payload gets its own challenge);
+* spent by :meth:`ApprovalGate.mark_spent` once the booking is created (replays are the idempotency
+  store's job). A spent, expired or foreign token gets a fresh challenge, never an approval.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+import anyio.to_thread
+
+from osbp.protocol.canonical import sha256_hex
+from osbp.protocol.clock import Clock, SystemClock
+from osbp.protocol.idempotency import booking_payload_hash
+from osbp.protocol.models import BookingCreateInput, Customer, Money, Policy, Problem, Service, Slot
+from osbp.protocol.money import fixed_amount, format_display
+from osbp.protocol.problems import ProblemCode, problem
+from osbp.protocol.store import StateStore, duration_micros, to_micros
+from osbp.protocol.timeutil import parse_duration_minutes, parse_wall_clock
+
+__all__ = [
+    "APPROVAL_TOKEN_PATTERN",
+    "APPROVAL_TTL",
+    "ApprovalDecision",
+    "ApprovalGate",
+    "Approved",
+    "build_approval_summary",
+    "default_token_source",
+    "merchant_visible_name",
+]
+
+#: How long an approval token stays valid (the reference gate's ten minutes).
+APPROVAL_TTL = timedelta(minutes=10)
+#: Finds the token in a challenge message: the one format agents, redactors and conformance rely on.
+APPROVAL_TOKEN_PATTERN = re.compile(r'approval\.token="([^"]+)"')
+
+
+def default_token_source() -> str:
+    """An unguessable approval token (256 bits from ``secrets``)."""
+    return "apv_" + secrets.token_urlsafe(32)
+
+
+@dataclass(frozen=True, slots=True)
+class Approved:
+    """The attempt carries a valid approval; ``token`` is spent with :meth:`ApprovalGate.mark_spent`."""
+
+    token: str
+
+
+ApprovalDecision = Approved | Problem
+
+
+# --- The summary ------------------------------------------------------------------------------------------
+
+
+def _price_text(money: Money | None) -> str:
+    if money is None:
+        return "not reported by the merchant"
+    amount = fixed_amount(money)
+    if amount is None:
+        return f"not fixed ({(money.type or 'unknown').replace('_', ' ')})"
+    return format_display(amount, money.currency) or f"{amount} minor units of {money.currency}"
+
+
+def _span(duration: str | None) -> str | None:
+    minutes = parse_duration_minutes(duration) if duration else None
+    if minutes is None:
+        return None
+    hours, rest = divmod(minutes, 60)
+    parts = [f"{hours} hour{'s' * (hours != 1)}"] * bool(hours) + [
+        f"{rest} minute{'s' * (rest != 1)}"
+    ] * bool(rest)
+    return " ".join(parts) or "0 minutes"
+
+
+def merchant_visible_name(customer: Customer | None) -> str | None:
+    """The customer name as sent to the platform by default: display_name, else given + family name."""
+    if customer is None:
+        return None
+    if customer.display_name:
+        return customer.display_name
+    joined = " ".join(part for part in (customer.given_name, customer.family_name) if part)
+    return joined or None
+
+
+def _when(slot: Slot, policy: Policy) -> str:
+    timezone = slot.schedule_timezone or (policy.organization.timezone if policy.organization else None)
+    start, end = parse_wall_clock(slot.starts_at_local), parse_wall_clock(slot.ends_at_local)
+    zone_text = f"{timezone} time" if timezone else "merchant local time; the timezone was not reported"
+    if start is None:
+        return f"at {slot.starts_at_local} ({zone_text})"
+    text = f"on {start:%A}, {start:%Y-%m-%d} at {start:%H:%M}"
+    if end is not None:
+        text += f" until {end:%H:%M}" if end.date() == start.date() else f" until {end:%Y-%m-%d %H:%M}"
+    return f"{text} ({zone_text})"
+
+
+def _where(slot: Slot, policy: Policy) -> str:
+    provider = slot.provider_name or (f"provider {slot.provider_id}" if slot.provider_id else None)
+    location = slot.schedule_name or f"schedule {slot.schedule_id}"
+    if slot.schedule_address:
+        location += f" ({slot.schedule_address})"
+    organization = slot.organization_name or (policy.organization.name if policy.organization else None)
+    text = f" with {provider}" if provider else ""
+    text += f" at {location}"
+    return text + (f", {organization}" if organization else "")
+
+
+_NOT_COLLECTED = "OSBP does not collect it"
+
+
+def _payment_sentence(policy: Policy, price: Money | None) -> str:
+    requirement = policy.payment_requirement
+    deposit = policy.deposit
+    if requirement == "none" and (deposit is None or fixed_amount(deposit) == 0):
+        return "No upfront payment or deposit is required to book."
+    if requirement == "full_prepay":
+        amount = _price_text(deposit if deposit is not None and deposit.amount_minor else price)
+        return f"Full payment of {amount} is required in advance, payable to the merchant ({_NOT_COLLECTED})."
+    if requirement in ("deposit", "none"):
+        return f"A deposit of {_price_text(deposit)} is required, payable to the merchant ({_NOT_COLLECTED})."
+    return "The merchant's payment requirement is unknown."
+
+
+def _fee_sentences(policy: Policy) -> list[str]:
+    sentences: list[str] = []
+    if policy.cancellation_fee is not None:
+        window = _span(policy.cancellation_window)
+        when = f" if cancelled less than {window} before the appointment" if window else ""
+        sentences.append(f"Cancellation fee: {_price_text(policy.cancellation_fee)}{when}.")
+    if policy.no_show_fee is not None:
+        sentences.append(f"No-show fee: {_price_text(policy.no_show_fee)}.")
+    if sentences:
+        sentences.append("These fees are set by the merchant; the booking mandate does not limit them.")
+    if policy.cancellation_enabled is False:
+        sentences.append("The merchant does not allow this booking to be cancelled.")
+    if policy.cancellation_note:
+        sentences.append(f'Merchant cancellation note: "{policy.cancellation_note}"')
+    return sentences
+
+
+def build_approval_summary(
+    service: Service,
+    slot: Slot,
+    policy: Policy,
+    customer: Customer | None = None,
+    *,
+    customer_name: str | None = None,
+) -> str:
+    """The user-facing plain-prose summary of the exact booking (pure: same facts, same text)."""
+    price = slot.price or service.price
+    sentences = [
+        f"Book {service.name} {_when(slot, policy)}{_where(slot, policy)}.",
+        f"Price: {_price_text(price)}.",
+        _payment_sentence(policy, price),
+        *_fee_sentences(policy),
+    ]
+    name = customer_name or merchant_visible_name(customer)
+    if name:
+        sentences.append(f"The merchant will see the customer name: {name}.")
+    sentences.append("Once booked, OSBP cannot cancel or change this appointment.")
+    return " ".join(sentences)
+
+
+def _challenge(summary: str, token: str, reason: str | None) -> Problem:
+    lead = f"{reason} A fresh final confirmation is required. " if reason else ""
+    return problem(
+        ProblemCode.REQUIRES_USER_CONFIRMATION,
+        f"{lead}Final confirmation required: show the user this summary and ask them to confirm it.\n\n"
+        f"{summary}\n\n"
+        "Agent instruction (never show this to the user): after the user confirms, retry booking.create with "
+        f'the same payload and idempotency_key plus approval.confirmed=true and approval.token="{token}".',
+        retryable=True,
+    )
+
+
+# --- The gate ---------------------------------------------------------------------------------------------
+
+
+class ApprovalGate:
+    """Issues, checks and spends approval tokens in the shared OSBP state file."""
+
+    def __init__(
+        self,
+        state: StateStore,
+        *,
+        clock: Clock | None = None,
+        token_source: Callable[[], str] = default_token_source,
+        ttl: timedelta = APPROVAL_TTL,
+    ) -> None:
+        self._state = state
+        self._clock = clock or SystemClock()
+        self._token_source = token_source
+        self._ttl = ttl
+
+    def evaluate(self, inp: BookingCreateInput, summary: str) -> ApprovalDecision:
+        """:class:`Approved` if ``inp.approval`` is valid for this payload and summary, else the challenge."""
+        payload_hash = booking_payload_hash(inp)
+        summary_hash = sha256_hex(summary)
+        now = to_micros(self._clock.now())
+        reason: str | None = None
+        with self._state.write() as db:
+            if inp.approval is not None:
+                row = db.execute(
+                    "SELECT payload_hash, summary_hash, expires_at, spent_at FROM approvals WHERE token = ?",
+                    (inp.approval.token,),
+                ).fetchone()
+                if row is None or row[0] != payload_hash:
+                    reason = "The approval token is not valid for this booking."
+                elif row[3] is not None:
+                    reason = "The approval token was already used."
+                elif row[2] <= now:
+                    reason = "The approval token has expired."
+                elif row[1] != summary_hash:
+                    reason = "The booking details changed since the user approved them."
+                else:
+                    return Approved(inp.approval.token)
+            existing = db.execute(
+                "SELECT token FROM approvals WHERE payload_hash = ? AND summary_hash = ? AND spent_at IS NULL"
+                " AND expires_at > ? ORDER BY issued_at DESC LIMIT 1",
+                (payload_hash, summary_hash, now),
+            ).fetchone()
+            if existing is not None:
+                return _challenge(summary, existing[0], reason)
+            # A new summary for this payload: older tokens of the payload must stop authorizing anything.
+            db.execute(
+                "UPDATE approvals SET spent_at = ? WHERE payload_hash = ? AND spent_at IS NULL",
+                (now, payload_hash),
+            )
+            db.execute("DELETE FROM approvals WHERE expires_at < ?", (now - 86_400_000_000,))
+            token = self._token_source()
+            db.execute(
+                "INSERT INTO approvals (token, payload_hash, summary_hash, issued_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (token, payload_hash, summary_hash, now, now + duration_micros(self._ttl)),
+            )
+        return _challenge(summary, token, reason)
+
+    def mark_spent(self, token: str) -> None:
+        """Spend ``token`` once the booking it approved has been created."""
+        now = to_micros(self._clock.now())
+        with self._state.write() as db:
+            db.execute("UPDATE approvals SET spent_at = ? WHERE token = ? AND spent_at IS NULL", (now, token))
+
+    async def aevaluate(self, inp: BookingCreateInput, summary: str) -> ApprovalDecision:
+        """:meth:`evaluate` in a worker thread."""
+        return await anyio.to_thread.run_sync(self.evaluate, inp, summary)
+
+    async def amark_spent(self, token: str) -> None:
+        """:meth:`mark_spent` in a worker thread."""
+        await anyio.to_thread.run_sync(self.mark_spent, token)

@@ -1,0 +1,221 @@
+"""Durable booking.create idempotency, keyed by ``idempotency_key`` and the payload hash.
+
+The adapter calls :meth:`IdempotencyStore.claim` first on every booking.create:
+
+* :class:`Replay` - the key already settled with this payload: return ``replay.receipt`` with
+  :data:`LOCAL_CACHE_REPLAY` as ``osbp_runtime`` and make no platform call;
+* :class:`Conflict` - the key was used with another payload: return ``conflict.problem``
+  (``idempotency_conflict``);
+* :class:`InProgress` - another call holds this key and did not settle within the bounded wait, or it
+  gave up: return ``in_progress.problem`` (retryable);
+* :class:`Claimed` - this call owns the attempt: do the work, then :meth:`~IdempotencyStore.complete`
+  with the receipt after a platform create succeeded, or :meth:`~IdempotencyStore.release` on every
+  other outcome (so the same attempt can be retried, e.g. after ``requires_verification``).
+
+Concurrent duplicates of one key (threads or processes sharing the file) are serialized by the row: one
+caller claims, the others poll until it settles (then they replay) or the wait runs out. A lease that
+outlives ``lease_ttl`` on the injected clock (a crashed holder) can be taken over. The payload hash is
+the canonical JSON of the booking.create input without the transient ``approval`` and
+``verification_code`` (so it includes ``idempotency_key``): :func:`booking_payload_hash`.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+import anyio.to_thread
+
+from osbp.protocol.canonical import sha256_hex
+from osbp.protocol.clock import Clock, SystemClock
+from osbp.protocol.models import BookingCreateInput, Problem, Receipt, RuntimeDiagnostics
+from osbp.protocol.problems import ProblemCode, problem
+from osbp.protocol.store import StateStore, duration_micros, to_micros
+
+__all__ = [
+    "IDEMPOTENCY_IN_PROGRESS",
+    "LOCAL_CACHE_REPLAY",
+    "ClaimOutcome",
+    "Claimed",
+    "Conflict",
+    "IdempotencyStore",
+    "InProgress",
+    "Lease",
+    "Replay",
+    "booking_payload_hash",
+]
+
+#: The adapter-specific, retryable code for "another call with this key is still in flight".
+IDEMPOTENCY_IN_PROGRESS = "idempotency_in_progress"
+
+#: The spec's ``osbp_runtime`` for a result served from local idempotency state.
+LOCAL_CACHE_REPLAY = RuntimeDiagnostics(
+    idempotency="local_cache_replay",
+    message="No platform create call was made; this result was replayed from local OSBP idempotency state.",
+)
+
+_TRANSIENT_FIELDS = frozenset({"approval", "verification_code"})
+
+
+def booking_payload_hash(inp: BookingCreateInput) -> str:
+    """SHA-256 of the canonical booking.create input without ``approval`` and ``verification_code``."""
+    wire = {key: value for key, value in inp.to_wire().items() if key not in _TRANSIENT_FIELDS}
+    return sha256_hex(wire)
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Ownership of one idempotency key for the duration of a create attempt."""
+
+    key: str
+    payload_hash: str
+    lease_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """This caller owns the attempt; it must ``complete`` or ``release`` the lease."""
+
+    lease: Lease
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """The attempt already settled: serve this receipt without contacting the platform."""
+
+    receipt: Receipt
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """The key was used with a different payload."""
+
+    problem: Problem
+
+
+@dataclass(frozen=True, slots=True)
+class InProgress:
+    """Another call holds the key and did not settle in time (or gave up); retry later."""
+
+    problem: Problem
+
+
+ClaimOutcome = Claimed | Replay | Conflict | InProgress
+
+
+class IdempotencyStore:
+    """Idempotency records in the shared OSBP state file."""
+
+    def __init__(
+        self,
+        state: StateStore,
+        *,
+        clock: Clock | None = None,
+        lease_ttl: timedelta = timedelta(minutes=2),
+        wait_timeout_s: float = 30.0,
+        poll_interval_s: float = 0.02,
+        on_wait: Callable[[str], None] | None = None,
+    ) -> None:
+        self._state = state
+        self._clock = clock or SystemClock()
+        self._lease_ttl = lease_ttl
+        self._wait_timeout_s = wait_timeout_s
+        self._poll_interval_s = poll_interval_s
+        self._on_wait = on_wait
+
+    def _try_claim(self, key: str, payload_hash: str, waited: bool) -> ClaimOutcome | None:
+        now = to_micros(self._clock.now())
+        with self._state.write() as db:
+            row = db.execute(
+                "SELECT payload_hash, state, receipt_json, lease_expires FROM idempotency WHERE key = ?",
+                (key,),
+            ).fetchone()
+            if row is None and waited:
+                # The holder released without settling (its attempt failed): do not silently start a
+                # second platform attempt on its heels; the caller decides to retry.
+                return InProgress(_in_progress("The earlier call with this idempotency_key did not complete"))
+            if row is None or (row[1] == "pending" and row[0] == payload_hash and row[3] <= now):
+                lease = Lease(key, payload_hash, secrets.token_hex(16))
+                db.execute(
+                    "INSERT INTO idempotency (key, payload_hash, state, lease_id, lease_expires, created_at,"
+                    " updated_at) VALUES (?, ?, 'pending', ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET"
+                    " lease_id = excluded.lease_id, lease_expires = excluded.lease_expires,"
+                    " updated_at = excluded.updated_at",
+                    (key, payload_hash, lease.lease_id, now + duration_micros(self._lease_ttl), now, now),
+                )
+                return Claimed(lease)
+            stored_hash, state, receipt_json, _ = row
+            if stored_hash != payload_hash:
+                return Conflict(problem(ProblemCode.IDEMPOTENCY_CONFLICT))
+            if state == "settled":
+                return Replay(Receipt.model_validate_json(receipt_json))
+            return None  # pending under a live lease: wait
+
+    def claim(self, key: str, payload_hash: str) -> ClaimOutcome:
+        """Claim ``key`` for ``payload_hash``, waiting (bounded) while another caller holds it."""
+        deadline = time.monotonic() + self._wait_timeout_s
+        waited = False
+        interval = self._poll_interval_s
+        while True:
+            outcome = self._try_claim(key, payload_hash, waited)
+            if outcome is not None:
+                return outcome
+            if time.monotonic() >= deadline:
+                return InProgress(_in_progress("Another call with this idempotency_key is still in progress"))
+            if not waited and self._on_wait is not None:
+                self._on_wait(key)  # observability: this call found the key held and is now waiting
+            waited = True
+            # Polling is the only signal that crosses processes; back off gently up to 0.2 s.
+            time.sleep(interval)
+            interval = min(interval * 1.5, 0.2)
+
+    def complete(self, lease: Lease, receipt: Receipt) -> None:
+        """Settle the attempt with its receipt (after the platform create succeeded)."""
+        now = to_micros(self._clock.now())
+        with self._state.write() as db:
+            # The receipt is booking truth: store it even if the lease was taken over meanwhile.
+            db.execute(
+                "UPDATE idempotency SET state = 'settled', receipt_json = ?, lease_id = NULL,"
+                " lease_expires = NULL, updated_at = ? WHERE key = ? AND payload_hash = ?",
+                (receipt.to_wire_json(), now, lease.key, lease.payload_hash),
+            )
+
+    def release(self, lease: Lease) -> None:
+        """Give the key back without a receipt (the attempt failed or stopped before creating)."""
+        with self._state.write() as db:
+            db.execute(
+                "DELETE FROM idempotency WHERE key = ? AND lease_id = ? AND state = 'pending'",
+                (lease.key, lease.lease_id),
+            )
+
+    def settled_receipt(self, key: str) -> Receipt | None:
+        """The settled receipt stored under ``key``, if any (a local snapshot, not platform state)."""
+        with self._state.read() as db:
+            row = db.execute(
+                "SELECT receipt_json FROM idempotency WHERE key = ? AND state = 'settled'", (key,)
+            ).fetchone()
+        return None if row is None else Receipt.model_validate_json(row[0])
+
+    async def aclaim(self, key: str, payload_hash: str) -> ClaimOutcome:
+        """:meth:`claim` in a worker thread."""
+        return await anyio.to_thread.run_sync(self.claim, key, payload_hash)
+
+    async def acomplete(self, lease: Lease, receipt: Receipt) -> None:
+        """:meth:`complete` in a worker thread."""
+        await anyio.to_thread.run_sync(self.complete, lease, receipt)
+
+    async def arelease(self, lease: Lease) -> None:
+        """:meth:`release` in a worker thread."""
+        await anyio.to_thread.run_sync(self.release, lease)
+
+
+def _in_progress(what: str) -> Problem:
+    return problem(
+        IDEMPOTENCY_IN_PROGRESS,
+        f"{what}. No platform create call was made by this request; retry booking.create with the same "
+        "idempotency_key and payload shortly.",
+        retryable=True,
+    )

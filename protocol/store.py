@@ -1,0 +1,93 @@
+"""The local OSBP state file: one SQLite database for idempotency records and pending approvals.
+
+The file (default ``.osbp/state/osbp.sqlite3``, any path when configured) is
+shared safely by threads and processes: WAL journaling, a busy timeout, one short-lived connection per
+operation, and every read-then-write transaction opened with ``BEGIN IMMEDIATE`` so two writers never
+interleave a check and its update. Times are stored as integer microseconds since the Unix epoch, taken
+from the injected clock by the callers.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+__all__ = ["DEFAULT_STATE_PATH", "StateStore", "duration_micros", "to_micros"]
+
+#: Where the state file lives unless configured otherwise (relative to the working directory).
+DEFAULT_STATE_PATH = Path(".osbp/state/osbp.sqlite3")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS idempotency (
+    key            TEXT PRIMARY KEY,
+    payload_hash   TEXT NOT NULL,
+    state          TEXT NOT NULL CHECK (state IN ('pending', 'settled')),
+    receipt_json   TEXT,
+    lease_id       TEXT,
+    lease_expires  INTEGER,
+    created_at     INTEGER NOT NULL,
+    updated_at     INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS approvals (
+    token          TEXT PRIMARY KEY,
+    payload_hash   TEXT NOT NULL,
+    summary_hash   TEXT NOT NULL,
+    issued_at      INTEGER NOT NULL,
+    expires_at     INTEGER NOT NULL,
+    spent_at       INTEGER
+);
+CREATE INDEX IF NOT EXISTS approvals_by_payload ON approvals (payload_hash, summary_hash);
+"""
+
+
+def to_micros(moment: datetime) -> int:
+    """An aware datetime as integer microseconds since the Unix epoch."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError("state times must be aware datetimes")
+    return duration_micros(moment.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC))
+
+
+def duration_micros(delta: timedelta) -> int:
+    """A timedelta as integer microseconds (exact, no float rounding)."""
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+class StateStore:
+    """A handle on the state file; cheap to create, safe to share across threads and processes."""
+
+    def __init__(self, path: str | Path = DEFAULT_STATE_PATH, *, busy_timeout_s: float = 10.0) -> None:
+        self.path = Path(path)
+        self.busy_timeout_s = busy_timeout_s
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with closing(self._open()) as connection:
+            # WAL lets readers proceed beside one writer; the mode is persistent in the file.
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.executescript(_SCHEMA)
+
+    def _open(self) -> sqlite3.Connection:
+        # isolation_level=None: we issue BEGIN ourselves, so every transaction boundary is explicit.
+        connection = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
+        connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        return connection
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A ``BEGIN IMMEDIATE`` transaction: committed on success, rolled back on any exception."""
+        with closing(self._open()) as connection:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A connection for a single consistent read."""
+        with closing(self._open()) as connection:
+            yield connection

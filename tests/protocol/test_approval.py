@@ -1,0 +1,276 @@
+"""The final-confirmation gate and its summary."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from osbp.protocol.approval import (
+    APPROVAL_TOKEN_PATTERN,
+    ApprovalGate,
+    Approved,
+    build_approval_summary,
+    default_token_source,
+)
+from osbp.protocol.clock import FixedClock
+from osbp.protocol.models import (
+    BookingCreateInput,
+    Customer,
+    Money,
+    Policy,
+    PolicyOrganization,
+    Problem,
+    Service,
+    Slot,
+)
+from osbp.protocol.store import StateStore
+
+START = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
+
+
+def create_input(**changes: Any) -> BookingCreateInput:
+    base: dict[str, Any] = {
+        "mandate": {
+            "id": "mnd_1",
+            "expires_at": "2026-07-31T23:59:59Z",
+            "allowed_actions": ["booking.create"],
+            "organization_id": "org_1",
+            "earliest_start": "2026-07-01T00:00:00",
+            "latest_end": "2026-07-31T23:59:00",
+            "max_price": {"amount_minor": 20000, "currency": "USD"},
+        },
+        "idempotency_key": "idem_1",
+        "service_id": "svc_clean",
+        "schedule_id": "sch_main",
+        "provider_id": "prov_lee",
+        "date": "2026-07-07",
+        "time": "09:00",
+        "customer": {"display_name": "Jane Customer", "phone": "+15555550100"},
+    }
+    base.update(changes)
+    return BookingCreateInput.model_validate(base)
+
+
+def approved(inp: BookingCreateInput, token: str) -> BookingCreateInput:
+    return BookingCreateInput.model_validate(
+        {**inp.to_wire(), "approval": {"confirmed": True, "token": token}}
+    )
+
+
+SERVICE = Service(id="svc_clean", name="Regular cleaning", duration="PT60M")
+SLOT = Slot(
+    id="sch_main:prov_lee:svc_clean:2026-07-07T09:00:00",
+    organization_id="org_1",
+    organization_name="Carolyn's Dental",
+    schedule_id="sch_main",
+    schedule_name="Main Office",
+    schedule_timezone="America/New_York",
+    provider_id="prov_lee",
+    provider_name="Dr. Mina Lee",
+    service_id="svc_clean",
+    starts_at="2026-07-07T13:00:00Z",
+    ends_at="2026-07-07T14:00:00Z",
+    starts_at_local="2026-07-07T09:00:00",
+    ends_at_local="2026-07-07T10:00:00",
+    price=Money(amount_minor=9500, currency="USD", type="fixed", display="$95.00"),
+)
+POLICY = Policy(
+    payment_requirement="none",
+    deposit=Money(amount_minor=0, currency="USD"),
+    cancellation_window="PT24H",
+    no_show_fee=Money(amount_minor=5000, currency="USD"),
+    organization=PolicyOrganization(id="org_1", name="Carolyn's Dental", timezone="America/New_York"),
+)
+CUSTOMER = Customer(display_name="Jane Customer", phone="+15555550100")
+SUMMARY = build_approval_summary(SERVICE, SLOT, POLICY, CUSTOMER)
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock(START)
+
+
+@pytest.fixture
+def gate(tmp_path: Path, clock: FixedClock) -> ApprovalGate:
+    counter = itertools.count(1)
+    return ApprovalGate(
+        StateStore(tmp_path / "state.sqlite3"), clock=clock, token_source=lambda: f"tok{next(counter)}"
+    )
+
+
+def challenge_token(result: Approved | Problem) -> str:
+    assert isinstance(result, Problem)
+    assert result.code == "requires_user_confirmation"
+    assert result.retryable is True
+    found = APPROVAL_TOKEN_PATTERN.findall(result.message)
+    assert len(found) == 1
+    return str(found[0])
+
+
+def test_summary_is_plain_prose_with_every_required_fact() -> None:
+    """The summary states service, local time + IANA zone, provider, place, price, fees, name (OSBP spec)."""
+    assert SUMMARY.startswith(
+        "Book Regular cleaning on Tuesday, 2026-07-07 at 09:00 until 10:00 (America/New_York time)"
+    )
+    for fact in (
+        "with Dr. Mina Lee",
+        "at Main Office, Carolyn's Dental",
+        "Price: $95.00.",
+        "No upfront payment or deposit is required to book.",
+        "No-show fee: $50.00.",
+        "the booking mandate does not limit them",
+        "The merchant will see the customer name: Jane Customer.",
+    ):
+        assert fact in SUMMARY
+    assert "payment_requirement" not in SUMMARY
+    assert "capped" not in SUMMARY
+
+
+def test_summary_shows_given_and_family_name_when_no_display_name() -> None:
+    """Confirmation shows the merchant-visible name so swapped fields are caught (OSBP spec, Customer)."""
+    text = build_approval_summary(SERVICE, SLOT, POLICY, Customer(given_name="Lee", family_name="Jane"))
+    assert "customer name: Lee Jane." in text
+    override = build_approval_summary(SERVICE, SLOT, POLICY, CUSTOMER, customer_name="Customer, Jane")
+    assert "customer name: Customer, Jane." in override
+
+
+def test_summary_describes_deposit_and_cancellation_window() -> None:
+    """Deposits and cancellation fees are disclosed with their conditions (OSBP spec, policy.explain)."""
+    policy = POLICY.model_copy(
+        update={
+            "payment_requirement": "deposit",
+            "deposit": Money(amount_minor=2000, currency="USD"),
+            "cancellation_fee": Money(amount_minor=2500, currency="USD"),
+            "cancellation_window": "PT6H",
+        }
+    )
+    text = build_approval_summary(SERVICE, SLOT, policy, CUSTOMER)
+    assert "A deposit of $20.00 is required" in text
+    assert "Cancellation fee: $25.00 if cancelled less than 6 hours before the appointment." in text
+
+
+def test_first_call_is_challenged_with_summary_then_exact_token_instruction(gate: ApprovalGate) -> None:
+    """The first valid create gets requires_user_confirmation: summary, then approval.token (OSBP spec)."""
+    result = gate.evaluate(create_input(), SUMMARY)
+    assert challenge_token(result) == "tok1"
+    assert isinstance(result, Problem)
+    summary_at, token_at = result.message.index(SUMMARY), result.message.index('approval.token="tok1"')
+    assert summary_at < token_at
+
+
+def test_approved_retry_passes_and_token_is_reused_while_unexpired(
+    gate: ApprovalGate, clock: FixedClock
+) -> None:
+    """A repeated preflight gets the same token; the approved retry passes (OSBP spec, booking.create)."""
+    token = challenge_token(gate.evaluate(create_input(), SUMMARY))
+    clock.advance(timedelta(minutes=5))
+    assert challenge_token(gate.evaluate(create_input(), SUMMARY)) == token
+    result = gate.evaluate(approved(create_input(), token), SUMMARY)
+    assert result == Approved(token)
+
+
+def test_verification_code_does_not_change_the_bound_payload(gate: ApprovalGate) -> None:
+    """approval and verification_code are transient, outside the payload hash (OSBP spec, booking.create)."""
+    token = challenge_token(gate.evaluate(create_input(), SUMMARY))
+    retry = approved(create_input(verification_code="123456"), token)
+    assert gate.evaluate(retry, SUMMARY) == Approved(token)
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        {"time": "10:00"},
+        {"provider_id": "prov_other"},
+        {"customer": {"display_name": "Someone Else"}},
+        {"idempotency_key": "idem_2"},
+    ],
+    ids=["changed time", "changed provider", "changed customer", "other idempotency key"],
+)
+def test_token_never_authorizes_another_payload_or_key(gate: ApprovalGate, tamper: dict[str, Any]) -> None:
+    """A leaked token cannot authorize a different payload or key (OSBP spec, booking.create)."""
+    token = challenge_token(gate.evaluate(create_input(), SUMMARY))
+    result = gate.evaluate(approved(create_input(**tamper), token), SUMMARY)
+    assert challenge_token(result) != token
+    assert isinstance(result, Problem)
+    assert "not valid for this booking" in result.message
+
+
+def test_changed_mandate_field_is_another_payload(gate: ApprovalGate) -> None:
+    """The mandate is part of the bound payload (OSBP spec: bound to the exact pending payload)."""
+    token = challenge_token(gate.evaluate(create_input(), SUMMARY))
+    loose = create_input().to_wire()
+    loose["mandate"]["max_price"] = {"amount_minor": 99999, "currency": "USD"}
+    result = gate.evaluate(approved(BookingCreateInput.model_validate(loose), token), SUMMARY)
+    assert challenge_token(result) != token
+
+
+def test_expired_token_is_rechallenged_with_a_fresh_token(gate: ApprovalGate, clock: FixedClock) -> None:
+    """Tokens expire after ten minutes on the injected clock (OSBP spec: reference gate TTL)."""
+    token = challenge_token(gate.evaluate(create_input(), SUMMARY))
+    clock.advance(timedelta(minutes=9, seconds=59))
+    assert gate.evaluate(approved(create_input(), token), SUMMARY) == Approved(token)
+    clock.advance(timedelta(seconds=1))
+    result = gate.evaluate(approved(create_input(), token), SUMMARY)
+    assert challenge_token(result) == "tok2"
+    assert isinstance(result, Problem)
+    assert "expired" in result.message
+
+
+def test_spent_token_is_never_accepted_again(gate: ApprovalGate) -> None:
+    """Once the booking is created the token is spent (OSBP spec; replays are idempotency's job)."""
+    token = challenge_token(gate.evaluate(create_input(), SUMMARY))
+    gate.mark_spent(token)
+    result = gate.evaluate(approved(create_input(), token), SUMMARY)
+    assert challenge_token(result) == "tok2"
+    assert isinstance(result, Problem)
+    assert "already used" in result.message
+
+
+def test_changed_summary_rechallenges_and_retires_the_old_token(gate: ApprovalGate) -> None:
+    """If the resolved price changes before the retry, re-challenge with a fresh summary (OSBP spec)."""
+    token = challenge_token(gate.evaluate(create_input(), SUMMARY))
+    pricier = SLOT.model_copy(update={"price": Money(amount_minor=12000, currency="USD")})
+    new_summary = build_approval_summary(SERVICE, pricier, POLICY, CUSTOMER)
+    result = gate.evaluate(approved(create_input(), token), new_summary)
+    fresh = challenge_token(result)
+    assert fresh != token
+    assert isinstance(result, Problem)
+    assert "$120.00" in result.message
+    assert "changed" in result.message
+    # The old token no longer works even with the old summary: the user saw new facts.
+    assert challenge_token(gate.evaluate(approved(create_input(), token), SUMMARY)) not in (token, fresh)
+    assert isinstance(gate.evaluate(approved(create_input(), fresh), new_summary), Problem)
+
+
+def test_unknown_token_is_challenged(gate: ApprovalGate) -> None:
+    """An invented token never approves (OSBP spec: agents must not invent a token)."""
+    result = gate.evaluate(approved(create_input(), "apv_made_up"), SUMMARY)
+    assert challenge_token(result) == "tok1"
+
+
+def test_pending_approvals_survive_a_new_gate_on_the_same_file(tmp_path: Path, clock: FixedClock) -> None:
+    """Pending approvals live in the durable state file (issue 3)."""
+    path = tmp_path / "state.sqlite3"
+    token = challenge_token(ApprovalGate(StateStore(path), clock=clock).evaluate(create_input(), SUMMARY))
+    again = ApprovalGate(StateStore(path), clock=clock)
+    assert again.evaluate(approved(create_input(), token), SUMMARY) == Approved(token)
+
+
+def test_default_tokens_are_long_and_distinct() -> None:
+    """Tokens are unguessable: 256 random bits, never repeated (OSBP spec, attempt-scoped capabilities)."""
+    tokens = {default_token_source() for _ in range(100)}
+    assert len(tokens) == 100
+    assert all(len(t) >= 40 and '"' not in t for t in tokens)
+
+
+@pytest.mark.anyio
+async def test_async_wrappers_evaluate_and_spend(gate: ApprovalGate) -> None:
+    """The gate is usable from the async adapter (platform choice: sqlite in a worker thread)."""
+    token = challenge_token(await gate.aevaluate(create_input(), SUMMARY))
+    assert await gate.aevaluate(approved(create_input(), token), SUMMARY) == Approved(token)
+    await gate.amark_spent(token)
+    assert isinstance(await gate.aevaluate(approved(create_input(), token), SUMMARY), Problem)

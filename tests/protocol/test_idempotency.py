@@ -1,0 +1,235 @@
+"""Durable idempotency: replay, conflict, concurrent duplicates, restarts and shared files."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from osbp.protocol.clock import FixedClock
+from osbp.protocol.idempotency import (
+    IDEMPOTENCY_IN_PROGRESS,
+    LOCAL_CACHE_REPLAY,
+    Claimed,
+    Conflict,
+    IdempotencyStore,
+    InProgress,
+    Replay,
+    booking_payload_hash,
+)
+from osbp.protocol.models import BookingCreateInput, Receipt
+from osbp.protocol.store import StateStore
+
+RECEIPT = Receipt(id="receipt_idem_1", booking_id="appt_1", text="Booked Regular cleaning.")
+START = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
+
+
+def create_input(**changes: Any) -> BookingCreateInput:
+    base: dict[str, Any] = {
+        "mandate": {
+            "id": "mnd_1",
+            "expires_at": "2026-07-31T23:59:59Z",
+            "allowed_actions": ["booking.create"],
+        },
+        "idempotency_key": "idem_1",
+        "service_id": "svc",
+        "schedule_id": "sch",
+        "provider_id": "prov",
+        "date": "2026-07-07",
+        "time": "09:00",
+    }
+    base.update(changes)
+    return BookingCreateInput.model_validate(base)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> IdempotencyStore:
+    return IdempotencyStore(StateStore(tmp_path / "state.sqlite3"), clock=FixedClock(START))
+
+
+def test_payload_hash_ignores_transient_fields_but_not_the_key() -> None:
+    """approval and verification_code are excluded from the hash; idempotency_key is in it (OSBP spec)."""
+    plain = booking_payload_hash(create_input())
+    with_transients = create_input(approval={"confirmed": True, "token": "t"}, verification_code="123456")
+    assert booking_payload_hash(with_transients) == plain
+    assert booking_payload_hash(create_input(idempotency_key="idem_2")) != plain
+    assert booking_payload_hash(create_input(time="09:30")) != plain
+
+
+def test_first_claim_owns_the_attempt_and_settled_key_replays(store: IdempotencyStore) -> None:
+    """Same key and payload after success returns the same receipt without the platform (OSBP spec)."""
+    outcome = store.claim("idem_1", "hash_a")
+    assert isinstance(outcome, Claimed)
+    store.complete(outcome.lease, RECEIPT)
+    replay = store.claim("idem_1", "hash_a")
+    assert replay == Replay(RECEIPT)
+    assert store.settled_receipt("idem_1") == RECEIPT
+
+
+def test_replay_diagnostics_are_the_spec_text() -> None:
+    """osbp_runtime for a local replay is the spec's exact shape (OSBP spec, Result Envelope)."""
+    assert LOCAL_CACHE_REPLAY.to_wire() == {
+        "idempotency": "local_cache_replay",
+        "message": "No platform create call was made; "
+        "this result was replayed from local OSBP idempotency state.",
+    }
+
+
+def test_same_key_other_payload_conflicts_pending_or_settled(store: IdempotencyStore) -> None:
+    """The same key with a different payload fails with idempotency_conflict (OSBP spec)."""
+    outcome = store.claim("idem_1", "hash_a")
+    assert isinstance(outcome, Claimed)
+    pending_conflict = store.claim("idem_1", "hash_b")
+    assert isinstance(pending_conflict, Conflict)
+    assert pending_conflict.problem.code == "idempotency_conflict"
+    assert pending_conflict.problem.retryable is False
+    store.complete(outcome.lease, RECEIPT)
+    assert isinstance(store.claim("idem_1", "hash_b"), Conflict)
+
+
+def test_released_key_can_be_claimed_again_by_a_later_retry(store: IdempotencyStore) -> None:
+    """A failed attempt (e.g. requires_verification) leaves the key free for the same attempt's retry."""
+    first = store.claim("idem_1", "hash_a")
+    assert isinstance(first, Claimed)
+    store.release(first.lease)
+    second = store.claim("idem_1", "hash_a")
+    assert isinstance(second, Claimed)
+    assert second.lease.lease_id != first.lease.lease_id
+
+
+def test_held_key_makes_a_duplicate_wait_then_answer_in_progress(tmp_path: Path) -> None:
+    """A duplicate waits only a bounded time, then gets a clear retryable problem (platform choice)."""
+    store = IdempotencyStore(StateStore(tmp_path / "s.sqlite3"), clock=FixedClock(START), wait_timeout_s=0.05)
+    assert isinstance(store.claim("idem_1", "hash_a"), Claimed)
+    outcome = store.claim("idem_1", "hash_a")
+    assert isinstance(outcome, InProgress)
+    assert outcome.problem.code == IDEMPOTENCY_IN_PROGRESS
+    assert outcome.problem.retryable is True
+
+
+def _waiting_claim(store_path: Path, waiting: threading.Event, results: list[object]) -> None:
+    store = IdempotencyStore(
+        StateStore(store_path), clock=FixedClock(START), on_wait=lambda _key: waiting.set()
+    )
+    results.append(store.claim("idem_1", "hash_a"))
+
+
+@pytest.mark.parametrize("settle", ["complete", "release"])
+def test_waiter_gets_replay_after_success_or_in_progress_after_failure(tmp_path: Path, settle: str) -> None:
+    """A waiting duplicate replays the holder's receipt, or gets a retryable problem on failure (issue 3)."""
+    path = tmp_path / "s.sqlite3"
+    holder = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+    claimed = holder.claim("idem_1", "hash_a")
+    assert isinstance(claimed, Claimed)
+    waiting, results = threading.Event(), list[object]()
+    thread = threading.Thread(target=_waiting_claim, args=(path, waiting, results))
+    thread.start()
+    assert waiting.wait(10)
+    if settle == "complete":
+        holder.complete(claimed.lease, RECEIPT)
+    else:
+        holder.release(claimed.lease)
+    thread.join(10)
+    assert not thread.is_alive()
+    expected = Replay if settle == "complete" else InProgress
+    assert len(results) == 1
+    assert isinstance(results[0], expected)
+
+
+def test_expired_lease_of_a_crashed_holder_can_be_taken_over(tmp_path: Path) -> None:
+    """A lease past its TTL on the injected clock is taken over, not waited on forever (platform choice)."""
+    clock = FixedClock(START)
+    store = IdempotencyStore(StateStore(tmp_path / "s.sqlite3"), clock=clock, lease_ttl=timedelta(minutes=2))
+    first = store.claim("idem_1", "hash_a")
+    assert isinstance(first, Claimed)
+    clock.advance(timedelta(minutes=2))
+    second = store.claim("idem_1", "hash_a")
+    assert isinstance(second, Claimed)
+    store.release(first.lease)  # the stale holder's release cannot drop the new owner's lease
+    store.complete(second.lease, RECEIPT)
+    assert store.claim("idem_1", "hash_a") == Replay(RECEIPT)
+
+
+def test_settled_receipt_survives_a_restart(tmp_path: Path) -> None:
+    """The store is durable: a new instance on the same file replays (issue 3: survives a restart)."""
+    path = tmp_path / "s.sqlite3"
+    first = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+    claimed = first.claim("idem_1", "hash_a")
+    assert isinstance(claimed, Claimed)
+    first.complete(claimed.lease, RECEIPT)
+    del first
+    restarted = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+    assert restarted.claim("idem_1", "hash_a") == Replay(RECEIPT)
+    assert isinstance(restarted.claim("idem_1", "hash_b"), Conflict)
+
+
+def test_concurrent_duplicate_threads_make_exactly_one_claim(tmp_path: Path) -> None:
+    """Concurrent duplicates of one key: exactly one proceeds to the platform create (issue 3)."""
+    path = tmp_path / "s.sqlite3"
+    barrier = threading.Barrier(8)
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def attempt() -> None:
+        store = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+        barrier.wait(10)
+        outcome = store.claim("idem_1", "hash_a")
+        if isinstance(outcome, Claimed):
+            store.complete(outcome.lease, RECEIPT)
+        with lock:
+            outcomes.append(type(outcome).__name__)
+
+    threads = [threading.Thread(target=attempt) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert Counter(outcomes) == {"Claimed": 1, "Replay": 7}
+
+
+def _process_attempt(path: str, start: Any, results: Any) -> None:
+    store = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+    start.wait(30)
+    outcome = store.claim("idem_shared", "hash_a")
+    if isinstance(outcome, Claimed):
+        store.complete(outcome.lease, RECEIPT)
+        results.put("Claimed")
+    elif isinstance(outcome, Replay):
+        results.put("Replay" if outcome.receipt == RECEIPT else "WrongReceipt")
+    else:
+        results.put(type(outcome).__name__)
+
+
+@pytest.mark.integration
+def test_two_processes_sharing_the_file_make_exactly_one_claim(tmp_path: Path) -> None:
+    """Several processes sharing the state file never both create (issue 3: safe across processes)."""
+    context = multiprocessing.get_context("spawn")
+    start, results = context.Event(), context.Queue()
+    path = str(tmp_path / "shared.sqlite3")
+    StateStore(path)  # create the schema once, as a running server would have
+    processes = [context.Process(target=_process_attempt, args=(path, start, results)) for _ in range(4)]
+    for process in processes:
+        process.start()
+    start.set()
+    outcomes = [results.get(timeout=60) for _ in processes]
+    for process in processes:
+        process.join(30)
+        assert process.exitcode == 0
+    assert Counter(outcomes) == {"Claimed": 1, "Replay": 3}
+
+
+@pytest.mark.anyio
+async def test_async_wrappers_claim_complete_and_release(store: IdempotencyStore) -> None:
+    """The store is usable from the async adapter (platform choice: sqlite in a worker thread)."""
+    outcome = await store.aclaim("idem_async", "h")
+    assert isinstance(outcome, Claimed)
+    await store.arelease(outcome.lease)
+    again = await store.aclaim("idem_async", "h")
+    assert isinstance(again, Claimed)
+    await store.acomplete(again.lease, RECEIPT)
+    assert await store.aclaim("idem_async", "h") == Replay(RECEIPT)
