@@ -141,21 +141,39 @@ class Money(OSBPModel):
     display: str | None = None
 
 
+_WALL_CLOCK_HELP = 'Merchant-local wall-clock "YYYY-MM-DDTHH:MM:SS" with no Z and no offset.'
+
+
 class BookingMandate(OSBPModel):
     """The user's scoped authorization; every field is checked by ``validate_mandate``, not by the schema."""
 
-    id: str | None = None
-    expires_at: str | None = None
-    allowed_actions: list[ToolName] | None = None
-    organization_id: str | None = None
-    service_ids: list[str] | None = None
-    provider_ids: list[str] | None = None
-    schedule_ids: list[str] | None = None
-    earliest_start: str | None = None
-    latest_end: str | None = None
-    max_price: Money | None = None
-    allow_policy_fee: bool | None = None
-    max_extra_fee: Money | None = None
+    id: str | None = Field(default=None, description="Mandate id (required by the validator).")
+    expires_at: str | None = Field(
+        default=None,
+        description="RFC 3339 instant with Z or an explicit UTC offset, e.g. 2026-05-01T23:59:59-07:00.",
+    )
+    allowed_actions: list[ToolName] | None = Field(
+        default=None, description='Dotted tool names this mandate allows; must include "booking.create".'
+    )
+    organization_id: str | None = Field(
+        default=None, description="The merchant's organization id (policy.explain)."
+    )
+    service_ids: list[str] | None = Field(
+        default=None, description="Allowed service ids; omit to allow any, an empty list allows none."
+    )
+    provider_ids: list[str] | None = Field(
+        default=None, description="Allowed provider ids; omit to allow any, an empty list allows none."
+    )
+    schedule_ids: list[str] | None = Field(
+        default=None, description="Allowed schedule ids; omit to allow any, an empty list allows none."
+    )
+    earliest_start: str | None = Field(default=None, description="Window start. " + _WALL_CLOCK_HELP)
+    latest_end: str | None = Field(default=None, description="Window end. " + _WALL_CLOCK_HELP)
+    max_price: Money | None = Field(default=None, description="Price cap (fixed amount_minor and currency).")
+    allow_policy_fee: bool | None = Field(
+        default=None, description="True allows a required deposit or prepayment (capped by max_extra_fee)."
+    )
+    max_extra_fee: Money | None = Field(default=None, description="Cap on a required deposit or prepayment.")
 
 
 class ServiceOption(OSBPModel):
@@ -361,9 +379,9 @@ class ServiceDescribeInput(ToolInput):
 class AvailabilityFindInput(ToolInput):
     """availability.find: a merchant-local ``date``; service, schedule and provider optional."""
 
-    service_id: str | None = None
-    schedule_id: str | None = None
-    date: str
+    service_id: str | None = Field(default=None, description="Omit to use the configured default service.")
+    schedule_id: str | None = Field(default=None, description="Omit to use the configured default schedule.")
+    date: str = Field(description='Merchant-local date "YYYY-MM-DD".')
     provider_id: str | None = None
 
 
@@ -376,45 +394,57 @@ class PolicyExplainInput(ToolInput):
 class VerificationSendInput(ToolInput):
     """verification.send: the customer contact and ``purpose`` (``booking:{organization_id}``)."""
 
-    customer: Customer | None = None
-    purpose: str | None = None
+    customer: Customer | None = Field(
+        default=None, description="Phone (E.164) and/or email to send the code to."
+    )
+    purpose: str | None = Field(default=None, description='"booking:{organization_id}".')
 
 
 class VerificationVerifyInput(ToolInput):
     """verification.verify: as verification.send, plus the raw ``code``."""
 
     customer: Customer | None = None
-    purpose: str | None = None
-    code: str
+    purpose: str | None = Field(default=None, description='"booking:{organization_id}".')
+    code: str = Field(description="The code the customer received, as typed.")
 
 
 class BookingCreateInput(ToolInput):
     """booking.create: mandate, idempotency key, create-ready ids and merchant-local date/time."""
 
     mandate: BookingMandate
-    idempotency_key: str = Field(min_length=1)
-    service_id: str
-    schedule_id: str
-    provider_id: str
-    date: str
-    time: str
+    idempotency_key: str = Field(
+        min_length=1, description="Fresh per logical booking attempt; reuse it only to retry that attempt."
+    )
+    service_id: str = Field(description="The selected slot's service_id.")
+    schedule_id: str = Field(description="The selected slot's schedule_id.")
+    provider_id: str = Field(description="The selected slot's provider_id.")
+    date: str = Field(description='Merchant-local date "YYYY-MM-DD" from the slot\'s starts_at_local.')
+    time: str = Field(description='Merchant-local time "HH:MM" from the slot\'s starts_at_local (no offset).')
     customer: Customer | None = None
-    approval: Approval | None = None
-    verification_code: str | None = None
+    approval: Approval | None = Field(
+        default=None, description="Omit on the first call; add after the user confirmed the returned summary."
+    )
+    verification_code: str | None = Field(
+        default=None, description="Only on the retry after requires_verification: the customer's raw code."
+    )
 
 
 class BookingStatusInput(ToolInput):
     """booking.status: the receipt's ``booking_id``; ``customer`` lets an adapter match by contact."""
 
-    booking_id: str | None = None
+    booking_id: str | None = Field(
+        default=None, description="The booking_id from the booking.create receipt."
+    )
     customer: Customer | None = None
 
 
 class HandoffRequestInput(ToolInput):
     """handoff.request: opaque ``reason`` and non-identifying ``message`` (no names, contacts, addresses)."""
 
-    reason: str
-    message: str
+    reason: str = Field(description="A Problem code or short opaque reason; no names, contacts or addresses.")
+    message: str = Field(
+        description="Non-identifying status text for the user; no names, contacts or addresses."
+    )
     mandate_id: str | None = None
 
 
