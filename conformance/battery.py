@@ -1,0 +1,188 @@
+"""`run_battery`: start one server, hold one session, run every check, return the report.
+
+The order matters only where the platform is concerned: reads first (their answers feed later checks),
+then the bookings, the mandate matrix, and last the checks graded over every recorded call.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import tempfile
+import time
+from collections.abc import Callable
+from typing import IO
+
+from pydantic import BaseModel, ConfigDict
+
+from osbp.conformance.booking_checks import grade_bookings
+from osbp.conformance.envelope_checks import grade_envelopes
+from osbp.conformance.fixtures import Fixtures
+from osbp.conformance.grading import CheckResult, Grader, Verdict
+from osbp.conformance.mandate_checks import grade_mandates
+from osbp.conformance.payloads import Payloads
+from osbp.conformance.probe import Probe
+from osbp.conformance.read_checks import grade_reads
+from osbp.conformance.tool_checks import grade_tools
+from osbp.conformance.wire import ServerTarget, open_wire
+
+__all__ = ["CheckReport", "Report", "Summary", "run_battery"]
+
+#: How much of the server's stderr a failed start quotes.
+_STDERR_TAIL = 600
+
+
+class CheckReport(BaseModel):
+    """One check in the report."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    requirement: str
+    section: str
+    status: Verdict
+    detail: str = ""
+
+
+class Summary(BaseModel):
+    """Counts over the whole run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    total: int
+    passed: int
+    failed: int
+    skipped: int
+
+
+class Report(BaseModel):
+    """The result of one battery run (the `--json` output)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    osbp_version: str = "0.1.0"
+    server: list[str]
+    fixtures_organization_id: str
+    scenario_url: str | None
+    ok: bool
+    summary: Summary
+    duration_seconds: float
+    checks: list[CheckReport]
+
+    @classmethod
+    def build(
+        cls,
+        results: list[CheckResult],
+        *,
+        target: ServerTarget,
+        fixtures: Fixtures,
+        scenario_url: str | None,
+        duration: float,
+    ) -> Report:
+        """Assemble a report from the graded results."""
+        counts = {verdict: sum(r.verdict is verdict for r in results) for verdict in Verdict}
+        return cls(
+            server=list(target.command),
+            fixtures_organization_id=fixtures.organization_id,
+            scenario_url=scenario_url,
+            ok=counts[Verdict.FAIL] == 0,
+            summary=Summary(
+                total=len(results),
+                passed=counts[Verdict.PASS],
+                failed=counts[Verdict.FAIL],
+                skipped=counts[Verdict.SKIP],
+            ),
+            duration_seconds=round(duration, 3),
+            checks=[
+                CheckReport(
+                    id=r.check.id,
+                    requirement=r.check.requirement,
+                    section=r.check.section,
+                    status=r.verdict,
+                    detail=r.detail,
+                )
+                for r in results
+            ],
+        )
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _tail(log: IO[str]) -> str:
+    try:
+        log.flush()
+        log.seek(0)
+        text = log.read()
+    except (OSError, ValueError):
+        return ""
+    text = text.strip()
+    return text[-_STDERR_TAIL:] if text else ""
+
+
+def _utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+async def run_battery(
+    target: ServerTarget,
+    fixtures: Fixtures,
+    *,
+    scenario_url: str | None = None,
+    call_timeout: float = 10.0,
+    errlog: IO[str] | None = None,
+    clock: Callable[[], dt.datetime] = _utc_now,
+    nonce: str | None = None,
+) -> Report:
+    """Grade the server `target` starts against `fixtures`; `timeout` bounds each call in seconds.
+
+    The server's stderr goes to `errlog` (a temporary file by default, quoted when the start fails).
+    `clock` dates the mandates; `nonce` makes this run's idempotency keys and mandate ids unique.
+    """
+    started = time.monotonic()
+    grader = Grader()
+    payloads = Payloads(fixtures, now=clock(), nonce=nonce or secrets.token_hex(4))
+    own_log = errlog is None
+    log: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8") if errlog is None else errlog  # noqa: SIM115 - closed below
+    initialized = False
+    aborted = ""
+    try:
+        async with open_wire(target, call_timeout=call_timeout, errlog=log) as wire:
+            initialized = True
+            info = wire.session.server_info
+            grader.passed("wire.initialize", f"{info.name} {info.version}".strip() if info else "")
+            probe = Probe(wire, fixtures, grader, payloads, scenario_url, call_timeout)
+            await grade_tools(probe)
+            await grade_reads(probe)
+            await grade_bookings(probe)
+            await grade_mandates(probe)
+            grade_envelopes(grader, wire)
+    except Exception as exc:  # a server that cannot be driven is a failed grade, not a crash
+        if initialized:
+            aborted = _describe(exc)
+        else:
+            stderr = _tail(log) if own_log else ""
+            grader.failed(
+                "wire.initialize", _describe(exc) + (f"; server stderr: {stderr}" if stderr else "")
+            )
+    finally:
+        if own_log:
+            log.close()
+    if not initialized:
+        results = grader.results(
+            missing=Verdict.SKIP, missing_detail="not reached: wire.initialize failed first"
+        )
+    else:
+        results = grader.results(
+            missing=Verdict.FAIL, missing_detail=f"not graded: the run ended early ({aborted})"
+        )
+    return Report.build(
+        results,
+        target=target,
+        fixtures=fixtures,
+        scenario_url=scenario_url,
+        duration=time.monotonic() - started,
+    )

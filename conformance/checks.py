@@ -1,0 +1,327 @@
+"""The check catalog: every requirement the battery grades, with a stable id and its spec section.
+
+Ids are stable across releases (tools and CI key on them); requirements are one line; the section names
+the heading of the OSBP v0.1.0 specification the rule comes from. Checks marked "beyond the spec" grade
+what an agent host needs from a safe server although the specification does not spell it out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CATALOG", "CHECKS_BY_ID", "Check"]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One graded requirement."""
+
+    id: str
+    requirement: str
+    section: str
+
+
+def _c(check_id: str, requirement: str, section: str) -> Check:
+    return Check(check_id, requirement, section)
+
+
+_MANDATE = "Mandate Enforcement"
+
+#: Every check in the order the battery reports them.
+CATALOG: tuple[Check, ...] = (
+    # The wire: what an MCP host sees before any OSBP semantics.
+    _c(
+        "wire.initialize",
+        "the server starts over stdio and completes the MCP initialize handshake",
+        "Transport",
+    ),
+    _c("wire.tools_listed", "the eight OSBP tools are listed under their flattened MCP names", "Naming"),
+    _c(
+        "wire.input_shapes",
+        "each tool's input schema takes the published flat arguments, requiring none the spec calls optional",
+        "Tool Set",
+    ),
+    _c(
+        "wire.annotations",
+        "every tool carries explicit annotations consistent with its effect",
+        "Tool Set (beyond the spec)",
+    ),
+    _c(
+        "wire.stdout_clean",
+        "the server writes nothing but protocol messages to stdout",
+        "Transport (beyond the spec)",
+    ),
+    # The result envelope, graded over every call the battery made.
+    _c(
+        "envelope.success_fields",
+        "every success is exactly {ok: true, value, audit_event_id} plus optional osbp_runtime",
+        "Result Envelope",
+    ),
+    _c(
+        "envelope.failure_fields",
+        "every failure is exactly {ok: false, problem, audit_event_id} plus optional osbp_runtime",
+        "Result Envelope",
+    ),
+    _c(
+        "envelope.problem_fields",
+        "a Problem carries a code and a message (retryable optional, boolean) and nothing else",
+        "Result Envelope",
+    ),
+    _c(
+        "envelope.structured_equals_text",
+        "every result's structuredContent equals the JSON of its text content",
+        "Transport (beyond the spec)",
+    ),
+    _c(
+        "envelope.is_error_matches_ok",
+        "isError is true exactly when the envelope's ok is false",
+        "Result Envelope (beyond the spec)",
+    ),
+    _c(
+        "envelope.audit_event_id_unique",
+        "every result carries an audit_event_id, unique per call",
+        "Audit (beyond the spec)",
+    ),
+    _c("envelope.snake_case_keys", "every key in every result is snake_case", "Core Objects"),
+    # Shapes of the read tools.
+    _c(
+        "availability.fixture_slot",
+        "availability.find offers the fixture slot with its merchant-local start and end",
+        "availability.find",
+    ),
+    _c(
+        "shapes.slot_context",
+        "a Slot carries create-ready ids, its denormalized names and timezone, and coordinates where the"
+        " location has them",
+        "availability.find",
+    ),
+    _c(
+        "shapes.durations_iso8601",
+        "Service, option and policy durations are ISO 8601 durations (the slot service's equals the fixture)",
+        "Time Discipline",
+    ),
+    _c(
+        "shapes.operating_hours",
+        "operating hours use ISO weekdays 1-7 and HH:MM wall-clock open and close",
+        "Time Discipline",
+    ),
+    _c(
+        "shapes.policy",
+        "policy.explain reports each service's payment requirement, verification method, organization block",
+        "policy.explain",
+    ),
+    # Money.
+    _c(
+        "money.usd_minor_units",
+        "the fixed USD price is an integer amount_minor in cents (e.g. 9500)",
+        "Money",
+    ),
+    _c("money.eur_minor_units", "the fixed EUR price is an integer amount_minor in cents", "Money"),
+    _c("money.gbp_minor_units", "the fixed GBP price is an integer amount_minor in pence", "Money"),
+    _c(
+        "money.jpy_minor_units",
+        "the fixed JPY price uses exponent 0 (12000 yen is 12000, not cents)",
+        "Money",
+    ),
+    _c("money.kwd_minor_units", "the fixed KWD price uses exponent 3 (12.500 KWD is 12500)", "Money"),
+    _c(
+        "money.non_fixed_omits_amount",
+        "insurance-dependent and quote-required prices carry their type and currency and omit amount_minor",
+        "Money",
+    ),
+    _c(
+        "money.well_formed",
+        "every Money has an ISO 4217 currency, an integer amount_minor >= 0 exactly when fixed, a known type",
+        "Money",
+    ),
+    # Time discipline, graded over every slot and booking seen.
+    _c(
+        "time.instants_have_offset",
+        "starts_at and ends_at instants carry Z or an explicit offset",
+        "Time Discipline",
+    ),
+    _c(
+        "time.wall_clock_naked",
+        "starts_at_local and ends_at_local are merchant wall-clock strings with no offset",
+        "Time Discipline",
+    ),
+    _c(
+        "time.instant_matches_wall_clock",
+        "each instant is the merchant wall-clock converted through schedule_timezone",
+        "Time Discipline",
+    ),
+    # The happy path and the final-confirmation gate.
+    _c(
+        "approval.challenge",
+        'a valid first booking.create returns retryable requires_user_confirmation with approval.token="…"',
+        "booking.create",
+    ),
+    _c(
+        "approval.summary",
+        "the approval summary names the service, the merchant-local time and the price",
+        "booking.create",
+    ),
+    _c(
+        "happy.receipt",
+        "the approved retry books and returns a receipt with id, booking_id and human-readable text",
+        "booking.create",
+    ),
+    _c(
+        "happy.status",
+        "booking.status returns the booking with a protocol status and the booked ids and wall-clock",
+        "booking.status",
+    ),
+    _c(
+        "idempotency.replay",
+        "the same key and payload replay the same receipt, with or without the spent approval",
+        _MANDATE,
+    ),
+    _c(
+        "idempotency.conflict",
+        "the same key with a different payload fails with idempotency_conflict",
+        _MANDATE,
+    ),
+    _c(
+        "approval.token_payload_bound",
+        "an approval token is refused for a changed payload under the same key",
+        "booking.create (beyond the spec)",
+    ),
+    _c(
+        "approval.token_key_bound",
+        "an approval token is refused for the same payload under another idempotency key",
+        "booking.create (beyond the spec)",
+    ),
+    _c(
+        "approval.token_spent",
+        "an approval token authorizes nothing new after its booking succeeded",
+        "booking.create (beyond the spec)",
+    ),
+    # The mandate fail-closed matrix: the exact code on the first create call.
+    _c("mandate.expired", "an expired mandate fails with mandate_expired", _MANDATE),
+    _c(
+        "mandate.naked_expires_at",
+        "an expires_at without Z or offset fails with invalid_mandate",
+        "BookingMandate",
+    ),
+    _c(
+        "mandate.wall_clock_offset",
+        "an offset on earliest_start or latest_end fails with invalid_mandate",
+        "Time Discipline",
+    ),
+    _c(
+        "mandate.action_not_allowed",
+        "a mandate without booking.create in allowed_actions fails with action_not_allowed",
+        _MANDATE,
+    ),
+    _c("mandate.organization_scope", "another organization fails with organization_not_allowed", _MANDATE),
+    _c(
+        "mandate.service_scope",
+        "a service outside service_ids (or an empty list) fails with service_not_allowed",
+        _MANDATE,
+    ),
+    _c("mandate.schedule_scope", "a schedule outside schedule_ids fails with schedule_not_allowed", _MANDATE),
+    _c(
+        "mandate.provider_unknown",
+        "an empty provider_id under provider_ids fails with provider_unknown",
+        _MANDATE,
+    ),
+    _c(
+        "mandate.provider_not_allowed",
+        "a provider outside provider_ids fails with provider_not_allowed",
+        _MANDATE,
+    ),
+    _c("mandate.slot_too_early", "a slot starting before earliest_start fails with slot_too_early", _MANDATE),
+    _c("mandate.slot_too_late", "a slot ending after latest_end fails with slot_too_late", _MANDATE),
+    _c("mandate.price_over_cap", "a price above max_price fails with price_exceeds_mandate", _MANDATE),
+    _c(
+        "mandate.currency_mismatch",
+        "EUR and GBP prices against a USD cap fail with currency_mismatch",
+        "Money",
+    ),
+    _c(
+        "mandate.unknown_payment",
+        "an unknown payment requirement fails with non-retryable requires_user_confirmation and no token",
+        "policy.explain",
+    ),
+    _c(
+        "mandate.insurance_dependent",
+        "an insurance-dependent price fails with non-retryable requires_user_confirmation and no token",
+        "Money",
+    ),
+    _c(
+        "mandate.quote_required",
+        "a quote-required price fails with non-retryable requires_user_confirmation and no token",
+        "Money",
+    ),
+    _c(
+        "mandate.deposit",
+        "a required deposit without allow_policy_fee fails with requires_payment_handoff",
+        _MANDATE,
+    ),
+    _c(
+        "mandate.full_prepay",
+        "a required full prepayment without allow_policy_fee fails with requires_payment_handoff",
+        _MANDATE,
+    ),
+    _c(
+        "mandate.consultation",
+        "a consultation service fails with requires_consultation_handoff",
+        _MANDATE,
+    ),
+    # Boundaries are inclusive.
+    _c(
+        "boundary.price_equal_cap_books",
+        "a price exactly at max_price books",
+        "Mandate Enforcement (beyond the spec)",
+    ),
+    _c(
+        "boundary.price_cap_minus_one_refuses",
+        "a max_price one minor unit below the price fails with price_exceeds_mandate",
+        "Mandate Enforcement (beyond the spec)",
+    ),
+    _c(
+        "boundary.window_exact_books",
+        "a slot filling the mandate window exactly (start = earliest_start, end = latest_end) books",
+        "Mandate Enforcement (beyond the spec)",
+    ),
+    _c(
+        "boundary.window_minus_minute_refuses",
+        "a latest_end one minute before the slot's end fails with slot_too_late",
+        "Mandate Enforcement (beyond the spec)",
+    ),
+    # Verification.
+    _c(
+        "verification.required_after_approval",
+        "a verification-required service returns retryable requires_verification after approval",
+        "booking.create",
+    ),
+    _c(
+        "verification.send",
+        "verification.send answers sent: true with the method and the booking:{organization_id} purpose",
+        "verification.send",
+    ),
+    _c(
+        "verification.code_books",
+        "the retry with the customer's code (same key and approval) books",
+        "booking.create",
+    ),
+    # Runtime branches armed on the platform.
+    _c(
+        "runtime.slot_taken", "a slot taken at create time fails with retryable slot_taken", "Result Envelope"
+    ),
+    _c("runtime.rate_limited", "a platform HTTP 429 fails with retryable rate_limited", "Result Envelope"),
+    # The remaining read tools.
+    _c(
+        "status.booking_not_found",
+        "booking.status of an unknown booking fails with booking_not_found",
+        "Result Envelope",
+    ),
+    _c(
+        "handoff.requires_human",
+        "handoff.request answers status requires_human echoing reason, message and mandate_id",
+        "handoff.request",
+    ),
+)
+
+#: The catalog keyed by id.
+CHECKS_BY_ID: dict[str, Check] = {check.id: check for check in CATALOG}

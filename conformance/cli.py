@@ -1,0 +1,133 @@
+"""`osbp conformance`: grade an OSBP stdio MCP server over the wire.
+
+    osbp conformance --server "<command line>" --fixtures <file.json> [--scenario-url <url>]
+                     [--env KEY=VALUE ...] [--cwd DIR] [--timeout S] [--server-log FILE] [--json]
+    osbp conformance --self [--json] [--timeout S]
+    osbp conformance --list-checks [--markdown]
+
+Exit status: 0 when no check failed (skips allowed), 1 when any check failed, 2 for a usage error, an
+unreadable fixture file, or `--self` before this project's platform and server exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from contextlib import ExitStack
+from typing import IO
+
+import anyio
+from pydantic import ValidationError
+
+from osbp.conformance.battery import Report, run_battery
+from osbp.conformance.checks import CATALOG
+from osbp.conformance.fixtures import load_fixtures
+from osbp.conformance.report import check_table_markdown, render_human, render_json
+from osbp.conformance.self_target import SelfTargetUnavailable, self_target
+from osbp.conformance.wire import ServerTarget, server_env
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="osbp conformance",
+        description="Grade an OSBP v0.1.0 stdio MCP server black-box, over the MCP wire.",
+    )
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument(
+        "--server", metavar="COMMAND", help="the command line that starts the server (shell-quoted)"
+    )
+    target.add_argument("--self", dest="self_", action="store_true", help="grade this project's own server")
+    target.add_argument("--list-checks", action="store_true", help="list the checks and exit")
+    parser.add_argument(
+        "--fixtures", metavar="FILE", help="the fixture file describing the server's platform"
+    )
+    parser.add_argument("--scenario-url", metavar="URL", help="where to POST platform outcomes to arm")
+    parser.add_argument(
+        "--env",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="a variable for the server (repeatable)",
+    )
+    parser.add_argument("--cwd", metavar="DIR", help="the server's working directory")
+    parser.add_argument(
+        "--timeout", metavar="S", type=float, default=10.0, help="seconds per call (default 10)"
+    )
+    parser.add_argument("--server-log", metavar="FILE", help="append the server's stderr to FILE")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--markdown", action="store_true", help="with --list-checks: a Markdown table")
+    return parser
+
+
+def _env_pairs(parser: argparse.ArgumentParser, pairs: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            parser.error(f"--env expects KEY=VALUE, got {pair!r}")
+        env[key] = value
+    return env
+
+
+def _list_checks(markdown: bool) -> int:
+    if markdown:
+        print(check_table_markdown())
+    else:
+        width = max(len(check.id) for check in CATALOG)
+        for check in CATALOG:
+            print(f"{check.id.ljust(width)}  {check.requirement}  [{check.section}]")
+    return 0
+
+
+def _grade(
+    target: ServerTarget, fixtures_path: str, scenario_url: str | None, args: argparse.Namespace
+) -> Report | str:
+    try:
+        fixtures = load_fixtures(fixtures_path)
+    except (OSError, ValueError, ValidationError) as exc:
+        return f"cannot read the fixture file {fixtures_path}: {exc}"
+    with ExitStack() as stack:
+        errlog: IO[str] | None = None
+        if args.server_log:
+            errlog = stack.enter_context(open(args.server_log, "a", encoding="utf-8"))
+
+        async def grade() -> Report:
+            return await run_battery(
+                target, fixtures, scenario_url=scenario_url, call_timeout=args.timeout, errlog=errlog
+            )
+
+        return anyio.run(grade)
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run `osbp conformance` and return its exit status."""
+    parser = _parser()
+    args = parser.parse_args(list(argv))
+    if args.list_checks:
+        return _list_checks(args.markdown)
+    if args.timeout <= 0:
+        parser.error("--timeout must be positive")
+    if args.self_:
+        try:
+            with self_target() as own:
+                outcome = _grade(own.target, str(own.fixtures_path), own.scenario_url, args)
+        except SelfTargetUnavailable as exc:
+            print(f"osbp conformance: {exc}", file=sys.stderr)
+            return 2
+    else:
+        if not args.fixtures:
+            parser.error("--server needs --fixtures")
+        command = shlex.split(args.server)
+        if not command:
+            parser.error("--server is empty")
+        target = ServerTarget(command=command, env=server_env(_env_pairs(parser, args.env)), cwd=args.cwd)
+        outcome = _grade(target, args.fixtures, args.scenario_url, args)
+    if isinstance(outcome, str):
+        print(f"osbp conformance: {outcome}", file=sys.stderr)
+        return 2
+    print(render_json(outcome) if args.json else render_human(outcome))
+    return 0 if outcome.ok else 1

@@ -1,0 +1,128 @@
+"""The mandate fail-closed matrix: each case asserts the exact Problem code on the FIRST create call.
+
+A server that answers a case with an approval challenge instead has let an out-of-mandate booking reach
+the final-confirmation step, so the matrix never retries: the first answer is the grade. Each case varies
+one thing from a mandate that is otherwise valid for the fixture slot.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from osbp.conformance.grading import expect
+from osbp.conformance.payloads import CREATE, approval_token
+from osbp.conformance.probe import Probe
+from osbp.conformance.wallclock import format_wall_clock
+
+__all__ = ["Case", "grade_mandates", "mandate_cases"]
+
+#: The code of the fail-closed (terminal) form of requires_user_confirmation.
+_FAIL_CLOSED = "requires_user_confirmation"
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One row of the matrix: the check, the code every payload must get, the payloads."""
+
+    check_id: str
+    code: str
+    payloads: tuple[dict[str, Any], ...]
+
+
+def mandate_cases(probe: Probe) -> list[Case]:
+    """The matrix for this run's fixtures."""
+    fixtures, build = probe.fixtures, probe.payloads
+    services = fixtures.services
+    usd = services.fixed_usd
+    start = fixtures.slot.start
+    minute = dt.timedelta(minutes=1)
+
+    def usd_with(**changes: Any) -> dict[str, Any]:
+        return build.with_mandate(usd.id, **changes)
+
+    def case(check_id: str, code: str, *payloads: dict[str, Any]) -> Case:
+        return Case(check_id, code, payloads)
+
+    return [
+        case("mandate.expired", "mandate_expired", usd_with(expires_at=build.expires_at(days=-1))),
+        case(
+            "mandate.naked_expires_at", "invalid_mandate", usd_with(expires_at=build.expires_at().rstrip("Z"))
+        ),
+        case(
+            "mandate.wall_clock_offset",
+            "invalid_mandate",
+            usd_with(earliest_start=build.day_start + "-04:00"),
+            usd_with(latest_end=build.day_end + "Z"),
+        ),
+        case(
+            "mandate.action_not_allowed", "action_not_allowed", usd_with(allowed_actions=["booking.status"])
+        ),
+        case(
+            "mandate.organization_scope",
+            "organization_not_allowed",
+            usd_with(organization_id=f"{fixtures.organization_id}_elsewhere"),
+        ),
+        case(
+            "mandate.service_scope",
+            "service_not_allowed",
+            usd_with(service_ids=[services.fixed_eur.id]),
+            usd_with(service_ids=[]),
+        ),
+        case(
+            "mandate.schedule_scope",
+            "schedule_not_allowed",
+            usd_with(schedule_ids=[f"{fixtures.schedule.id}_elsewhere"]),
+        ),
+        case("mandate.provider_unknown", "provider_unknown", build.create(usd.id, provider_id="")),
+        case(
+            "mandate.provider_not_allowed",
+            "provider_not_allowed",
+            build.create(usd.id, provider_id=fixtures.providers.other),
+        ),
+        case(
+            "mandate.slot_too_early",
+            "slot_too_early",
+            usd_with(earliest_start=format_wall_clock(start + minute)),
+        ),
+        case("mandate.slot_too_late", "slot_too_late", usd_with(latest_end=format_wall_clock(start))),
+        case(
+            "mandate.price_over_cap",
+            "price_exceeds_mandate",
+            usd_with(max_price={"amount_minor": usd.price.amount_minor // 2, "currency": usd.price.currency}),
+        ),
+        case(
+            "mandate.currency_mismatch",
+            "currency_mismatch",
+            build.create(services.fixed_eur.id),
+            build.create(services.fixed_gbp.id),
+        ),
+        case("mandate.unknown_payment", _FAIL_CLOSED, build.create(services.unknown_payment.id)),
+        case("mandate.insurance_dependent", _FAIL_CLOSED, build.create(services.insurance_dependent.id)),
+        case("mandate.quote_required", _FAIL_CLOSED, build.create(services.quote_required.id)),
+        case("mandate.deposit", "requires_payment_handoff", build.create(services.deposit.id)),
+        case("mandate.full_prepay", "requires_payment_handoff", build.create(services.full_prepay.id)),
+        case("mandate.consultation", "requires_consultation_handoff", build.create(services.consultation.id)),
+    ]
+
+
+async def grade_mandates(probe: Probe) -> None:
+    """Run the matrix, one first call per payload."""
+    for case in mandate_cases(probe):
+        with probe.grader.check(case.check_id):
+            for payload in case.payloads:
+                exchange = await probe.wire.call(CREATE, payload)
+                expect(
+                    exchange.code == case.code,
+                    f"expected {case.code} on the first call, got {exchange.describe()}",
+                )
+                if case.code == _FAIL_CLOSED:
+                    expect(
+                        exchange.problem.get("retryable") is not True,
+                        "the fail-closed requires_user_confirmation must not be retryable",
+                    )
+                    expect(
+                        approval_token(exchange.message) is None,
+                        "the fail-closed requires_user_confirmation must carry no approval token",
+                    )

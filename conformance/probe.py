@@ -1,0 +1,27 @@
+"""The state one battery run shares between its groups of checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from osbp.conformance.fixtures import Fixtures
+from osbp.conformance.grading import Grader
+from osbp.conformance.payloads import Payloads
+from osbp.conformance.wire import Wire
+
+__all__ = ["Probe"]
+
+
+@dataclass
+class Probe:
+    """What every check group needs: the wire, the fixtures, the grader and the payload builder."""
+
+    wire: Wire
+    fixtures: Fixtures
+    grader: Grader
+    payloads: Payloads
+    scenario_url: str | None
+    call_timeout: float
+    #: service.describe values by service id, for checks that need a service's name or display price.
+    services: dict[str, dict[str, Any]] = field(default_factory=dict)

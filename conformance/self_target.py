@@ -1,0 +1,83 @@
+"""`osbp conformance --self`: grade this project's own MCP server against this project's platform.
+
+`self_target()` starts the platform on a loopback port with its test-only surface (through
+`osbp.backend.serving.PlatformServer`, a context manager with `.base_url`) and yields how to start this
+project's MCP server against it, the shipped fixture file, and the platform's arm endpoint as the scenario
+URL. While the platform or the server is not in the tree yet it raises `SelfTargetUnavailable`.
+
+The conformance battery never imports the server: it launches it as a subprocess like any other.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from osbp.conformance.fixtures import load_fixtures, reference_fixtures_path
+from osbp.conformance.wire import ServerTarget, server_env
+
+__all__ = ["SelfTarget", "SelfTargetUnavailable", "self_target"]
+
+#: The platform's test-only arm endpoint, relative to its base URL (docs/backend-api.md).
+ARM_PATH = "/_testing/arm"
+
+
+class SelfTargetUnavailable(RuntimeError):
+    """This project's platform or server is not available to grade."""
+
+
+@dataclass(frozen=True, slots=True)
+class SelfTarget:
+    """Everything `run_battery` needs to grade this project's server."""
+
+    target: ServerTarget
+    fixtures_path: Path
+    scenario_url: str
+
+
+def _platform_server_class() -> Any:
+    try:
+        serving = importlib.import_module("osbp.backend.serving")
+        platform_server = serving.PlatformServer
+    except (ImportError, AttributeError) as exc:
+        raise SelfTargetUnavailable(
+            "--self is not yet available: osbp.backend.serving.PlatformServer is missing"
+        ) from exc
+    if importlib.util.find_spec("osbp.server.cli") is None:
+        raise SelfTargetUnavailable(
+            "--self is not yet available: the MCP server (osbp.server.cli) is missing"
+        )
+    return platform_server
+
+
+@contextmanager
+def self_target() -> Iterator[SelfTarget]:
+    """Run this project's platform for the duration and describe this project's server against it."""
+    platform_server = _platform_server_class()
+    fixtures_path = reference_fixtures_path()
+    organization_id = load_fixtures(fixtures_path).organization_id
+    with tempfile.TemporaryDirectory(prefix="osbp-conformance-") as state, platform_server() as platform:
+        base_url = str(platform.base_url).rstrip("/")
+        # The server's configuration names follow the MCP server issue (`OSBP_*` variables: platform
+        # base URL, organization, state store, audit path); the state lives in a throwaway directory so a
+        # battery run never touches the developer's `.osbp/`.
+        env = server_env(
+            {
+                "OSBP_PLATFORM_URL": base_url,
+                "OSBP_ORGANIZATION_ID": organization_id,
+                "OSBP_STATE_PATH": str(Path(state) / "state.db"),
+                "OSBP_AUDIT_LOG_PATH": str(Path(state) / "audit" / "events.jsonl"),
+            }
+        )
+        yield SelfTarget(
+            target=ServerTarget(command=(sys.executable, "-m", "osbp", "mcp"), env=env),
+            fixtures_path=fixtures_path,
+            scenario_url=base_url + ARM_PATH,
+        )
