@@ -1,0 +1,412 @@
+"""A compact, correct toy OSBP stdio MCP server over an in-memory platform: scaffolding that proves the
+conformance battery can pass, and, with `--break <name>`, that it can fail.
+
+    python toy_server.py [--break NAME] [--arm-file PATH]
+
+The platform matches `conformance/fixtures/osbp-reference.json`. `--arm-file` names a file whose content
+(`slot_taken` or `rate_limited`), when present, fails the next approved create once and is removed: the
+tests' scenario endpoint writes it. Broken variants:
+
+    no_mandate_check       books without validating the mandate (the approval gate still runs)
+    jpy_cents              reports JPY prices x100, as if the currency had cents
+    error_without_iserror  returns ok:false envelopes with isError false
+    stdout_noise           prints a banner to stdout before serving
+
+Deliberately self-contained (no import from the project or the battery), so it grades nothing by sharing
+code with the grader.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+BREAKS = ("no_mandate_check", "jpy_cents", "error_without_iserror", "stdout_noise")
+ORG = {
+    "id": "conformance_co",
+    "name": "Conformance Co",
+    "timezone": "America/New_York",
+    "currency": "USD",
+    "country": "US",
+}
+SCHEDULE = {"id": "conformance_main", "name": "Conformance Main", "latitude": 40.7033, "longitude": -74.017}
+PROVIDERS = {"conformance_provider_ada": "Ada Fixture", "conformance_provider_grace": "Grace Fixture"}
+EXPONENTS = {"USD": 2, "EUR": 2, "GBP": 2, "JPY": 0, "KWD": 3}
+HOURS = [{"day": day, "open": "09:00", "close": "17:00"} for day in range(1, 6)]
+STARTS = ("09:00", "10:30", "14:00")
+SANDBOX_CODE = "123456"
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    amount: int | None  # minor units; None for a non-fixed price
+    currency: str = "USD"
+    kind: str = "fixed"
+    payment: str = "none"
+    deposit: int = 0
+    consultation: bool = False
+    verification: str = "none"
+
+
+SERVICES = {
+    "conformance_fixed_usd": Service("Fixed price (USD)", 9500),
+    "conformance_fixed_eur": Service("Fixed price (EUR)", 9000, "EUR"),
+    "conformance_fixed_gbp": Service("Fixed price (GBP)", 8000, "GBP"),
+    "conformance_fixed_jpy": Service("Fixed price (JPY)", 12000, "JPY"),
+    "conformance_fixed_kwd": Service("Fixed price (KWD)", 12500, "KWD"),
+    "conformance_insurance_dependent": Service("Insurance-dependent price", None, kind="insurance_dependent"),
+    "conformance_quote_required": Service("Quote-required price", None, kind="quote_required"),
+    "conformance_consultation": Service("Consultation", 0, consultation=True),
+    "conformance_deposit": Service("Deposit required", 9500, payment="deposit", deposit=2500),
+    "conformance_full_prepay": Service("Full prepayment", 9500, payment="full_prepay"),
+    "conformance_unknown_payment": Service("Unknown payment requirement", 9500, payment="unknown"),
+    "conformance_verification": Service("SMS verification", 9500, verification="sms"),
+}
+DURATION = dt.timedelta(minutes=45)
+
+
+class Fail(Exception):
+    """A Problem to answer with (the toy keeps its control flow short)."""
+
+    def __init__(self, code: str, message: str, retryable: bool | None = None) -> None:
+        super().__init__(code)
+        self.problem: dict[str, Any] = {"code": code, "message": message}
+        if retryable is not None:
+            self.problem["retryable"] = retryable
+
+
+class Toy:
+    def __init__(self, breaks: set[str], arm_file: Path | None) -> None:
+        self.breaks, self.arm_file = breaks, arm_file
+        with resources.files("tzdata.zoneinfo").joinpath("America", "New_York").open("rb") as data:
+            self.tz = ZoneInfo.from_file(data, key="America/New_York")
+        self.receipts: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.tokens: dict[str, str] = {}
+        self.bookings: dict[str, dict[str, Any]] = {}
+
+    # --- envelopes -------------------------------------------------------------------------------------
+    def answer(self, body: dict[str, Any]) -> CallToolResult:
+        body["audit_event_id"] = f"aud_{secrets.token_hex(8)}"
+        is_error = body["ok"] is False and "error_without_iserror" not in self.breaks
+        text = json.dumps(body, separators=(",", ":"))
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=body, is_error=is_error
+        )
+
+    def run(self, work: Any) -> CallToolResult:
+        try:
+            return self.answer({"ok": True, "value": work()})
+        except Fail as failure:
+            return self.answer({"ok": False, "problem": failure.problem})
+
+    # --- platform facts --------------------------------------------------------------------------------
+    def service(self, service_id: str | None) -> Service:
+        if service_id not in SERVICES:
+            raise Fail("service_not_found", f"No service {service_id!r}.")
+        return SERVICES[service_id]
+
+    def money(self, amount: int | None, currency: str, kind: str = "fixed") -> dict[str, Any]:
+        if amount is None:
+            return {"currency": currency, "type": kind}
+        scale = 100 if currency == "JPY" and "jpy_cents" in self.breaks else 1
+        return {"amount_minor": amount * scale, "currency": currency, "type": "fixed"}
+
+    def display(self, service: Service) -> str:
+        exponent = EXPONENTS[service.currency]
+        return f"{service.currency} {(service.amount or 0) / 10**exponent:.{exponent}f}"
+
+    def instant(self, local: dt.datetime) -> str:
+        return local.replace(tzinfo=self.tz).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def times(self, start: dt.datetime) -> dict[str, str]:
+        end = start + DURATION
+        return {
+            "starts_at": self.instant(start),
+            "ends_at": self.instant(end),
+            "starts_at_local": start.isoformat(),
+            "ends_at_local": end.isoformat(),
+        }
+
+    def describe(self, service_id: str | None) -> dict[str, Any]:
+        service = self.service(service_id)
+        return {
+            "id": service_id,
+            "name": service.name,
+            "duration": "PT45M",
+            "price": self.money(service.amount, service.currency, service.kind),
+            "requires_consultation": service.consultation,
+        }
+
+    def find(self, service_id: str | None, day: str, provider_id: str | None) -> list[dict[str, Any]]:
+        service = self.service(service_id)
+        date = dt.date.fromisoformat(day)
+        if date.isoweekday() > 5:
+            return []
+        providers = [provider_id] if provider_id else list(PROVIDERS)
+        return [
+            {
+                "id": f"{SCHEDULE['id']}:{provider}:{service_id}:{day}T{start}:00",
+                "organization_id": ORG["id"],
+                "organization_name": ORG["name"],
+                "schedule_id": SCHEDULE["id"],
+                "schedule_name": SCHEDULE["name"],
+                "schedule_timezone": ORG["timezone"],
+                "schedule_latitude": SCHEDULE["latitude"],
+                "schedule_longitude": SCHEDULE["longitude"],
+                "schedule_hours": HOURS,
+                "provider_id": provider,
+                "provider_name": PROVIDERS[provider],
+                "service_id": service_id,
+                **self.times(dt.datetime.combine(date, dt.time.fromisoformat(start))),
+                "price": self.money(service.amount, service.currency, service.kind),
+            }
+            for provider in providers
+            if provider in PROVIDERS
+            for start in STARTS
+        ]
+
+    def policy(self, service_id: str | None) -> dict[str, Any]:
+        service = self.service(service_id)
+        return {
+            "service_id": service_id,
+            "cancellation_enabled": True,
+            "cancellation_window": "PT6H",
+            "cancellation_note": "Cancel at least 6 hours before the appointment.",
+            "late_grace": "PT15M",
+            "payment_requirement": service.payment,
+            "deposit": self.money(service.deposit, service.currency),
+            "verification_method": service.verification,
+            "organization": ORG,
+        }
+
+    # --- booking.create ----------------------------------------------------------------------------------
+    def validate(self, mandate: dict[str, Any], args: dict[str, Any], service: Service) -> None:
+        def fail(code: str, message: str, retryable: bool | None = False) -> Fail:
+            return Fail(code, message, retryable)
+
+        try:
+            expires = dt.datetime.fromisoformat(str(mandate.get("expires_at")).replace("Z", "+00:00"))
+        except ValueError:
+            expires = None
+        if not mandate.get("id") or expires is None or expires.tzinfo is None:
+            raise fail("invalid_mandate", "The mandate needs an id and an expires_at with a timezone.")
+        if expires <= dt.datetime.now(dt.UTC):
+            raise fail("mandate_expired", "The mandate has expired.")
+        if "booking.create" not in mandate.get("allowed_actions", []):
+            raise fail("action_not_allowed", "booking.create is not in allowed_actions.")
+        if mandate.get("organization_id") != ORG["id"]:
+            raise fail("organization_not_allowed", "The organization is outside the mandate.")
+        for scope, key, code in (
+            ("service_ids", "service_id", "service_not_allowed"),
+            ("schedule_ids", "schedule_id", "schedule_not_allowed"),
+        ):
+            if scope in mandate and args[key] not in mandate[scope]:
+                raise fail(code, f"The {key} is outside the mandate.")
+        if "provider_ids" in mandate:
+            if not args["provider_id"]:
+                raise fail("provider_unknown", "The slot does not identify a provider.")
+            if args["provider_id"] not in mandate["provider_ids"]:
+                raise fail("provider_not_allowed", "The provider is outside the mandate.")
+        window = []
+        for key in ("earliest_start", "latest_end"):
+            try:
+                value = dt.datetime.fromisoformat(mandate[key])
+            except (KeyError, TypeError, ValueError):
+                raise fail("invalid_mandate", f"{key} is missing or malformed.") from None
+            if value.tzinfo is not None or str(mandate[key]).endswith("Z"):
+                raise fail("invalid_mandate", f"{key} is merchant wall-clock and carries no offset.")
+            window.append(value)
+        start = dt.datetime.fromisoformat(f"{args['date']}T{args['time']}")
+        if start < window[0]:
+            raise fail("slot_too_early", "The slot starts before earliest_start.")
+        if start + DURATION > window[1]:
+            raise fail("slot_too_late", "The slot ends after latest_end.")
+        cap = mandate.get("max_price") or {}
+        if service.currency != cap.get("currency"):
+            raise fail("currency_mismatch", "The price currency differs from the mandate cap.")
+        if service.amount is None:
+            raise fail(
+                "requires_user_confirmation", "The price is not fixed; the user must confirm it.", None
+            )
+        if service.amount > cap.get("amount_minor", -1):
+            raise fail("price_exceeds_mandate", "The price exceeds max_price.")
+        if service.consultation:
+            raise fail("requires_consultation_handoff", "This service needs a consultation; hand off.")
+        if service.payment in ("deposit", "full_prepay") and not mandate.get("allow_policy_fee"):
+            raise fail("requires_payment_handoff", "This service requires payment; hand off.")
+        if service.payment == "unknown":
+            raise fail("requires_user_confirmation", "The payment requirement is unknown.", None)
+
+    def consume_arm(self) -> str | None:
+        if self.arm_file is None or not self.arm_file.exists():
+            return None
+        outcome = self.arm_file.read_text(encoding="utf-8").strip()
+        self.arm_file.unlink()
+        return outcome
+
+    def create(self, args: dict[str, Any]) -> dict[str, Any]:
+        payload = {
+            k: v for k, v in args.items() if k not in ("approval", "verification_code") and v is not None
+        }
+        digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+        key = args["idempotency_key"]
+        if key in self.receipts:
+            stored, receipt = self.receipts[key]
+            if stored != digest:
+                raise Fail(
+                    "idempotency_conflict", "This idempotency_key was used with another payload.", False
+                )
+            return receipt
+        service = self.service(args["service_id"])
+        if "no_mandate_check" not in self.breaks:
+            self.validate(args["mandate"], args, service)
+        approval = args.get("approval") or {}
+        token = str(approval.get("token"))
+        if approval.get("confirmed") is not True or self.tokens.get(token) != digest:
+            token = secrets.token_urlsafe(16)
+            self.tokens[token] = digest
+            summary = (
+                f"Book {service.name} on {args['date']} at {args['time']} ({ORG['timezone']}) with "
+                f"{PROVIDERS.get(args['provider_id'], args['provider_id'])} at {SCHEDULE['name']} for "
+                f"{self.display(service)}. No upfront payment or deposit is required to book."
+            )
+            retry = f'Retry booking.create with the same payload and approval.token="{token}".'
+            raise Fail("requires_user_confirmation", f"{summary} {retry}", True)
+        if service.verification != "none":
+            if args.get("verification_code") is None:
+                raise Fail("requires_verification", "The platform requires customer verification.", True)
+            if args["verification_code"] != SANDBOX_CODE:
+                raise Fail("verification_failed", "The verification code was rejected.", True)
+        outcome = self.consume_arm()
+        if outcome:
+            raise Fail(outcome, f"The platform answered {outcome}.", True)
+        booking_id = f"appt_{len(self.bookings) + 1:04d}"
+        start = dt.datetime.fromisoformat(f"{args['date']}T{args['time']}")
+        self.bookings[booking_id] = {
+            "id": booking_id,
+            "status": "booked",
+            "service_id": args["service_id"],
+            "schedule_id": args["schedule_id"],
+            "provider_id": args["provider_id"],
+            **self.times(start),
+            "schedule_timezone": ORG["timezone"],
+        }
+        receipt = {
+            "id": f"receipt_{key}",
+            "booking_id": booking_id,
+            "text": f"Booked {service.name} on {args['date']} at {args['time']} {ORG['timezone']}. "
+            f"Booking id: {booking_id}.",
+        }
+        self.receipts[key] = (digest, receipt)
+        del self.tokens[token]
+        return receipt
+
+    def status(self, booking_id: str) -> dict[str, Any]:
+        if booking_id not in self.bookings:
+            raise Fail("booking_not_found", "No appointment matches.", False)
+        return self.bookings[booking_id]
+
+
+def build(toy: Toy) -> MCPServer:
+    server = MCPServer("osbp-toy", version="0.1.0", log_level="WARNING")
+
+    def hints(read_only: bool, *, destructive: bool = False, idempotent: bool = True) -> ToolAnnotations:
+        return ToolAnnotations(
+            read_only_hint=read_only,
+            destructive_hint=destructive,
+            idempotent_hint=idempotent,
+            open_world_hint=True,
+        )
+
+    @server.tool(name="osbp_service_describe", annotations=hints(True))
+    def service_describe(service_id: str | None = None) -> CallToolResult:
+        return toy.run(lambda: toy.describe(service_id))
+
+    @server.tool(name="osbp_availability_find", annotations=hints(True))
+    def availability_find(
+        date: str,
+        service_id: str | None = None,
+        schedule_id: str | None = None,
+        provider_id: str | None = None,
+    ) -> CallToolResult:
+        return toy.run(lambda: toy.find(service_id, date, provider_id))
+
+    @server.tool(name="osbp_policy_explain", annotations=hints(True))
+    def policy_explain(service_id: str | None = None) -> CallToolResult:
+        return toy.run(lambda: toy.policy(service_id))
+
+    @server.tool(name="osbp_verification_send", annotations=hints(False, idempotent=False))
+    def verification_send(customer: dict[str, Any], purpose: str) -> CallToolResult:
+        return toy.run(lambda: {"sent": True, "method": "sms", "purpose": purpose})
+
+    @server.tool(name="osbp_verification_verify", annotations=hints(False, idempotent=False))
+    def verification_verify(customer: dict[str, Any], purpose: str, code: str) -> CallToolResult:
+        def refuse() -> dict[str, Any]:
+            raise Fail("verification_verify_unsupported", "Pass the code to booking.create instead.", False)
+
+        return toy.run(refuse)
+
+    @server.tool(name="osbp_booking_create", annotations=hints(False))
+    def booking_create(
+        mandate: dict[str, Any],
+        idempotency_key: str,
+        service_id: str,
+        schedule_id: str,
+        provider_id: str,
+        date: str,
+        time: str,
+        customer: dict[str, Any] | None = None,
+        approval: dict[str, Any] | None = None,
+        verification_code: str | None = None,
+    ) -> CallToolResult:
+        args = {
+            "mandate": mandate,
+            "idempotency_key": idempotency_key,
+            "service_id": service_id,
+            "schedule_id": schedule_id,
+            "provider_id": provider_id,
+            "date": date,
+            "time": time,
+            "customer": customer,
+            "approval": approval,
+            "verification_code": verification_code,
+        }
+        return toy.run(lambda: toy.create(args))
+
+    @server.tool(name="osbp_booking_status", annotations=hints(True))
+    def booking_status(booking_id: str, customer: dict[str, Any] | None = None) -> CallToolResult:
+        return toy.run(lambda: toy.status(booking_id))
+
+    @server.tool(name="osbp_handoff_request", annotations=hints(True))
+    def handoff_request(reason: str, message: str, mandate_id: str | None = None) -> CallToolResult:
+        value = {"status": "requires_human", "reason": reason, "message": message}
+        return toy.run(lambda: value | ({"mandate_id": mandate_id} if mandate_id else {}))
+
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--break", dest="breaks", action="append", choices=BREAKS, default=[])
+    parser.add_argument("--arm-file", type=Path)
+    args = parser.parse_args()
+    server = build(Toy(set(args.breaks), args.arm_file))
+    if "stdout_noise" in args.breaks:
+        print("toy OSBP server starting", flush=True)  # noqa: T201 - the deliberate stdout noise
+    server.run()
+
+
+if __name__ == "__main__":
+    main()
