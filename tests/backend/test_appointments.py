@@ -1,0 +1,218 @@
+"""Appointment creates: atomic, idempotent, validated; reads, cancel and no-show."""
+
+from __future__ import annotations
+
+import pytest
+from sqlmodel import func, select
+
+from osbp.backend import idempotency
+from osbp.backend.models import Appointment
+from tests.backend.conftest import DAY, NOW, booking, create
+
+
+def test_create_returns_201_with_wall_clock_time_zone_and_location(client):
+    """Issue 2, native dialect: the appointment is merchant-local wall-clock plus the IANA zone."""
+    body = booking(metadata={"mandate_id": "mnd_1", "audit_ref": "aud_9"})
+    response = create(client, "carolyns_dental", body)
+    assert response.status_code == 201
+    appointment = response.json()
+    assert (
+        response.headers["location"] == f"/api/organizations/carolyns_dental/appointments/{appointment['id']}"
+    )
+    assert appointment["status"] == "confirmed"
+    assert (appointment["date"], appointment["time"], appointment["end_time"]) == (DAY, "10:00", "10:45")
+    assert appointment["time_zone"] == "America/New_York"
+    assert appointment["price"] == {"kind": "fixed", "amount": "120.00", "currency": "USD"}
+    assert appointment["metadata"] == {"mandate_id": "mnd_1", "audit_ref": "aud_9"}
+    assert appointment["customer"]["display_name"] == "Jane Customer"
+    read = client.get(response.headers["location"])
+    assert read.status_code == 200
+    assert read.json() == appointment
+
+
+def test_second_booking_of_same_provider_time_is_rejected_with_slot_taken(client):
+    """Issue 2: the platform never double-sells a provider's time (409 slot-taken code)."""
+    assert create(client, "carolyns_dental", booking(), key="a").status_code == 201
+    overlapping = booking(service_id="carolyns_dental_checkup", time="10:15")
+    response = create(client, "carolyns_dental", overlapping, key="b")
+    assert response.status_code == 409
+    assert response.json()["code"] == "slot_taken"
+
+
+def test_the_other_provider_can_take_the_same_time(client):
+    """Issue 2: the overlap rule is per provider."""
+    assert create(client, "carolyns_dental", booking(), key="a").status_code == 201
+    other = booking(provider_id="carolyns_dental_dr_okafor")
+    assert create(client, "carolyns_dental", other, key="b").status_code == 201
+
+
+def test_cancel_frees_the_providers_time(client):
+    """Issue 2: the native cancel endpoint gives status reads a real cancelled case."""
+    first = create(client, "carolyns_dental", booking(), key="a").json()
+    cancelled = client.post(f"/api/organizations/carolyns_dental/appointments/{first['id']}/cancel")
+    assert cancelled.status_code == 200
+    assert cancelled.json()["status"] == "cancelled"
+    again = client.post(f"/api/organizations/carolyns_dental/appointments/{first['id']}/cancel")
+    assert again.status_code == 409
+    assert again.json()["code"] == "appointment_not_cancellable"
+    assert create(client, "carolyns_dental", booking(), key="b").status_code == 201
+
+
+def test_status_becomes_completed_after_the_end_and_no_show_can_be_marked(client):
+    """Issue 2: native statuses confirmed, completed, no_show follow the platform clock."""
+    first = create(client, "carolyns_dental", booking(), key="a").json()
+    second = create(client, "carolyns_dental", booking(time="13:00"), key="b").json()
+    early = client.post(f"/api/organizations/carolyns_dental/appointments/{second['id']}/no-show")
+    assert early.json()["code"] == "appointment_not_cancellable"
+    client.post("/_testing/clock", json={"now": "2026-05-05T18:00:00Z"})  # 14:00 in New York
+    assert client.get(f"/api/organizations/carolyns_dental/appointments/{first['id']}").json()["status"] == (
+        "completed"
+    )
+    marked = client.post(f"/api/organizations/carolyns_dental/appointments/{second['id']}/no-show")
+    assert marked.json()["status"] == "no_show"
+
+
+def test_consultation_services_are_created_pending(client):
+    """Issue 2 / OSBP requires_consultation: the merchant confirms consultation requests."""
+    body = booking(service_id="carolyns_dental_new_patient_exam")
+    assert create(client, "carolyns_dental", body).json()["status"] == "pending"
+
+
+def test_conformance_fixture_permits_parallel_bookings_of_one_slot(client):
+    """Issue 2, seed data: conformance_co alone may book its fixture slot repeatedly."""
+    body = booking(
+        service_id="conformance_fixed_usd",
+        location_id="conformance_main",
+        provider_id="conformance_provider_ada",
+        date="2030-05-02",
+        time="10:30",
+    )
+    assert create(client, "conformance_co", body, key="a").status_code == 201
+    assert create(client, "conformance_co", body, key="b").status_code == 201
+
+
+def test_unknown_ids_are_404_with_specific_codes(client):
+    """Issue 2, errors: unknown organization/service/appointment → 404 with a code."""
+    assert create(client, "nobody", booking()).json()["code"] == "organization_not_found"
+    assert create(client, "carolyns_dental", booking(service_id="gus_notary_notarization")).json()[
+        "code"
+    ] == ("service_not_found")
+    assert create(client, "carolyns_dental", booking(location_id="x")).json()["code"] == "location_not_found"
+    assert create(client, "carolyns_dental", booking(provider_id="x")).json()["code"] == "provider_not_found"
+    missing = client.get("/api/organizations/carolyns_dental/appointments/apt_missing")
+    assert (missing.status_code, missing.json()["code"]) == (404, "appointment_not_found")
+
+
+def test_provider_who_does_not_offer_the_service_is_not_eligible(client):
+    """Issue 2, availability: only providers who offer the service (Dr. Okafor does no crowns)."""
+    body = booking(service_id="carolyns_dental_crown", provider_id="carolyns_dental_dr_okafor")
+    response = create(client, "carolyns_dental", body)
+    assert (response.status_code, response.json()["code"]) == (422, "provider_not_eligible")
+
+
+@pytest.mark.parametrize(
+    ("date", "time", "why"),
+    [
+        ("2026-05-10", "10:00", "closed Sunday"),
+        (DAY, "08:00", "before opening"),
+        (DAY, "16:30", "does not fit before closing"),
+        (DAY, "10:05", "off the slot grid"),
+        ("2026-05-04", "07:00", "in the past"),
+    ],
+)
+def test_times_that_are_not_offered_slots_are_refused(client, date, time, why):
+    """Issue 2: the create re-checks the slot is bookable (not just free)."""
+    response = create(client, "carolyns_dental", booking(date=date, time=time))
+    assert (response.status_code, response.json()["code"]) == (409, "slot_unavailable"), why
+
+
+@pytest.mark.parametrize(
+    ("customer", "field"),
+    [
+        ({"display_name": "Jane", "phone": "2125550199"}, "customer.phone"),
+        ({"display_name": "Jane", "phone": "+1 212 555 0199"}, "customer.phone"),
+        ({"display_name": "Jane", "phone": "+1999"}, "customer.phone"),
+        ({"display_name": "Jane", "email": "jane@"}, "customer.email"),
+        ({"display_name": "Jane", "phone": "+12125550199", "email": "not an email"}, "customer.email"),
+        ({"display_name": "Jane"}, "customer.phone"),
+    ],
+)
+def test_malformed_contact_data_is_400_naming_the_field(client, customer, field):
+    """Issue 2: malformed contact data → 400 naming the field."""
+    response = create(client, "carolyns_dental", booking(customer=customer))
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_contact"
+    assert response.json()["field"] == field
+
+
+def test_missing_idempotency_key_is_400(client):
+    """IETF idempotency-key draft: a create without the key is refused with 400."""
+    response = create(client, "carolyns_dental", booking(), key=None)
+    assert (response.status_code, response.json()["code"]) == (400, "idempotency_key_missing")
+
+
+def test_same_key_same_body_replays_the_stored_response(client, runtime):
+    """IETF idempotency-key draft: same key and body → stored status and body, Idempotent-Replayed: true."""
+    first = create(client, "carolyns_dental", booking(), key='"abc-1"')
+    second = create(client, "carolyns_dental", booking(), key="abc-1")
+    assert second.status_code == 201
+    assert second.headers["idempotent-replayed"] == "true"
+    assert "idempotent-replayed" not in first.headers
+    assert second.json() == first.json()
+    with runtime.db.read() as session:
+        assert session.exec(select(func.count()).select_from(Appointment)).one() == 1
+
+
+def test_same_key_different_body_is_422(client):
+    """IETF idempotency-key draft: key reuse with a different payload → 422."""
+    assert create(client, "carolyns_dental", booking(), key="k").status_code == 201
+    response = create(client, "carolyns_dental", booking(time="11:00"), key="k")
+    assert (response.status_code, response.json()["code"]) == (422, "idempotency_key_reused")
+
+
+def test_same_key_still_in_flight_is_409(client, runtime):
+    """IETF idempotency-key draft: a concurrent request with the same key → 409."""
+    body = booking()
+    from osbp.backend.wire import AppointmentCreate
+
+    digest = idempotency.fingerprint(AppointmentCreate.model_validate(body).model_dump(mode="json"))
+    with runtime.db.write() as session:
+        claimed = idempotency.claim(
+            session, organization_id="carolyns_dental", key="k", digest=digest, now=NOW
+        )
+    assert isinstance(claimed, idempotency.Claimed)
+    response = create(client, "carolyns_dental", body, key="k")
+    assert (response.status_code, response.json()["code"]) == (409, "idempotency_key_in_use")
+
+
+def test_a_refused_create_releases_its_key_for_a_corrected_retry(client):
+    """Platform choice: only 201 is stored, so the same key can be retried after a refusal."""
+    refused = create(client, "carolyns_dental", booking(time="10:05"), key="k")
+    assert refused.status_code == 409
+    assert create(client, "carolyns_dental", booking(), key="k").status_code == 201
+
+
+def test_keys_are_scoped_per_organization(client):
+    """Platform choice: the same key in two organizations is two requests."""
+    assert create(client, "carolyns_dental", booking(), key="shared").status_code == 201
+    conformance = booking(
+        service_id="conformance_fixed_usd",
+        location_id="conformance_main",
+        provider_id="conformance_provider_ada",
+    )
+    response = create(client, "conformance_co", conformance, key="shared")
+    assert response.status_code == 201
+    assert "idempotent-replayed" not in response.headers
+
+
+def test_unknown_fields_and_bad_shapes_are_400_not_500(client):
+    """Issue 2, errors: no 500 for malformed input."""
+    assert create(client, "carolyns_dental", booking(surprise=1)).json()["code"] == "invalid_request"
+    assert create(client, "carolyns_dental", booking(time="25:00")).status_code == 400
+    assert create(client, "carolyns_dental", booking(date="2026-13-01")).status_code == 400
+    response = client.post(
+        "/api/organizations/carolyns_dental/appointments",
+        content=b"[1,2",
+        headers={"Idempotency-Key": "x", "Content-Type": "application/json"},
+    )
+    assert (response.status_code, response.json()["code"]) == (400, "invalid_request")

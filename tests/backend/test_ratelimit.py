@@ -1,0 +1,34 @@
+"""The fixed-window limiter: per client, exact arithmetic."""
+
+from __future__ import annotations
+
+from osbp.backend.ratelimit import RateLimiter
+
+
+def test_each_client_has_its_own_window():
+    """Issue 2: a real limiter per client."""
+    now = [0.0]
+    limiter = RateLimiter(2, 10, monotonic=lambda: now[0])
+    assert [limiter.hit("a").allowed for _ in range(3)] == [True, True, False]
+    assert limiter.hit("b").allowed
+
+
+def test_refusal_reports_retry_after_until_the_window_resets():
+    """IETF RateLimit draft / RFC 9110 Retry-After: seconds until the quota returns, rounded up."""
+    now = [100.0]
+    limiter = RateLimiter(1, 10, monotonic=lambda: now[0])
+    limiter.hit("a")
+    now[0] = 103.2
+    refused = limiter.hit("a")
+    assert (refused.allowed, refused.remaining, refused.reset_seconds) == (False, 0, 7)
+    assert refused.headers()["Retry-After"] == "7"
+    now[0] = 110.0
+    assert limiter.hit("a").allowed
+
+
+def test_clear_forgets_all_windows():
+    """Platform choice: reset to seeds also resets the limiter."""
+    limiter = RateLimiter(1, 60, monotonic=lambda: 0.0)
+    limiter.hit("a")
+    limiter.clear()
+    assert limiter.hit("a").allowed

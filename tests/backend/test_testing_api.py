@@ -1,0 +1,100 @@
+"""The test-only control surface: off by default; arm, outbox, clock, reset, stats."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from osbp.backend.app import create_app
+from osbp.backend.settings import BackendSettings
+from tests.backend.conftest import booking, create, make_settings
+
+
+def test_surface_is_absent_unless_enabled():
+    """Issue 2: the test-only surface is off by default."""
+    assert BackendSettings().enable_testing is False
+    with TestClient(create_app(make_settings(enable_testing=False))) as client:
+        for path in ("/_testing/stats", "/_testing/outbox", "/_testing/clock"):
+            assert client.get(path).status_code == 404
+        assert client.post("/_testing/reset").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("outcome", "status"), [("slot_taken", 409), ("rate_limited", 429), ("requires_verification", 428)]
+)
+def test_armed_outcome_fails_the_next_create_once_without_writing(client, outcome, status):
+    """Issue 2: arm the next create of an organization to fail that way, consumed once."""
+    armed = client.post("/_testing/arm", json={"organization_id": "carolyns_dental", "outcome": outcome})
+    assert armed.json() == {"organization_id": "carolyns_dental", "armed": outcome}
+    failed = create(client, "carolyns_dental", booking(), key="a")
+    assert (failed.status_code, failed.json()["code"]) == (status, outcome)
+    if outcome == "rate_limited":
+        assert failed.headers["retry-after"] == "1"
+    stats = client.get("/_testing/stats", params={"organization_id": "carolyns_dental"}).json()
+    assert (stats["appointments"], stats["create_requests"]) == (0, 1)
+    assert create(client, "carolyns_dental", booking(), key="a").status_code == 201
+
+
+def test_arming_is_per_organization(client):
+    """Issue 2: arming one organization does not touch another's creates."""
+    client.post("/_testing/arm", json={"organization_id": "gus_notary", "outcome": "slot_taken"})
+    assert create(client, "carolyns_dental", booking()).status_code == 201
+
+
+def test_arming_an_unknown_organization_or_outcome_is_refused(client):
+    """Platform choice: arm validates its input."""
+    assert (
+        client.post("/_testing/arm", json={"organization_id": "x", "outcome": "slot_taken"}).status_code
+        == 404
+    )
+    bad = client.post("/_testing/arm", json={"organization_id": "gus_notary", "outcome": "explode"})
+    assert bad.status_code == 400
+
+
+def test_stats_count_rows_and_create_requests_including_replays(client):
+    """Contract with the conformance battery: stats prove whether a write or a request happened."""
+    create(client, "carolyns_dental", booking(), key="a")
+    create(client, "carolyns_dental", booking(), key="a")
+    create(client, "carolyns_dental", booking(), key=None)
+    stats = client.get("/_testing/stats", params={"organization_id": "carolyns_dental"}).json()
+    assert stats == {
+        "organization_id": "carolyns_dental",
+        "appointments": 1,
+        "active_appointments": 1,
+        "create_requests": 3,
+    }
+    assert (
+        client.get("/_testing/stats", params={"organization_id": "gus_notary"}).json()["create_requests"] == 0
+    )
+    assert client.get("/_testing/stats").json()["create_requests"] == 3
+
+
+def test_clock_can_be_set_and_advanced(client):
+    """Issue 2, clock: set or advance the platform clock."""
+    assert client.get("/_testing/clock").json() == {"now": "2026-05-04T12:00:00Z"}
+    assert client.post("/_testing/clock", json={"now": "2030-05-01T08:00:00-04:00"}).json() == {
+        "now": "2030-05-01T12:00:00Z"
+    }
+    assert client.post("/_testing/clock", json={"advance_seconds": 90}).json() == {
+        "now": "2030-05-01T12:01:30Z"
+    }
+    assert client.post("/_testing/clock", json={"now": "2030-05-01T08:00:00"}).status_code == 400
+    assert client.post("/_testing/clock", json={}).status_code == 400
+
+
+def test_reset_restores_seeds_and_clears_outbox_counters_and_clock(client):
+    """Issue 2: reset to seeds."""
+    create(client, "carolyns_dental", booking())
+    client.post(
+        "/api/organizations/gus_notary/verifications",
+        json={"purpose": "booking:gus_notary", "phone": "+12125550142"},
+    )
+    client.post("/_testing/clock", json={"advance_seconds": 3600})
+    client.post("/_testing/arm", json={"organization_id": "carolyns_dental", "outcome": "slot_taken"})
+    assert client.post("/_testing/reset").json() == {"reset": True}
+    assert client.get("/_testing/stats").json()["appointments"] == 0
+    assert client.get("/_testing/stats").json()["create_requests"] == 0
+    assert client.get("/_testing/outbox").json() == {"messages": []}
+    assert client.get("/_testing/clock").json() == {"now": "2026-05-04T12:00:00Z"}
+    assert create(client, "carolyns_dental", booking()).status_code == 201
+    assert len(client.get("/api/organizations").json()["organizations"]) == 5
