@@ -1,0 +1,238 @@
+"""The one place the adapter speaks HTTP: :meth:`Upstream.fetch` (the spec's ``upstreamFetch``).
+
+Every request to the platform goes through one reused ``httpx2.AsyncClient`` (keep-alive) and carries:
+
+* the native version pin (``Bookwell-Version: 2026-04-01``), never relying on the platform's default;
+* the self-declared caller identity: ``User-Agent: OSBP/0.1.0 osbp-bookwell-adapter/0.1.0 python/3.11``
+  and ``x-osbp-source`` (not authentication; the spec's "Caller identity is self-declared");
+* the platform credential when one is configured (here and nowhere else; it never enters metadata).
+
+Every response is captured as an :class:`~osbp.protocol.models.UpstreamMeta` (``call`` without the query
+string and with contact-bearing path segments redacted, status, ``Server`` verbatim, the first
+``*request-id*`` header, the version echo, ``Deprecation``, ``Sunset`` and the rate-limit headers keyed
+lowercase) and handed to :func:`osbp.protocol.upstream.record_upstream` for the audit trail. A
+``Deprecation`` or ``Sunset`` header logs one loud structured warning per endpoint per process on the
+operator channel (stderr); it never becomes a Problem and never reaches agent-facing output.
+
+Outcomes are values, like httpx's own split between responses and transport errors::
+
+    UpstreamOutcome
+    ├── UpstreamResponse      any HTTP status, with its parsed JSON body and captured meta
+    └── UpstreamUnavailable   no response: timeout, refused/failed connection, broken transport
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx2
+
+from osbp import OSBP_VERSION, __version__
+from osbp.adapter.settings import AdapterSettings
+from osbp.protocol.models import PlatformIdentity, UpstreamMeta
+from osbp.protocol.upstream import record_upstream
+
+__all__ = [
+    "ADAPTER_NAME",
+    "PROCESS_NOTICES",
+    "LifecycleNotices",
+    "Upstream",
+    "UpstreamOutcome",
+    "UpstreamResponse",
+    "UpstreamUnavailable",
+    "capture_meta",
+    "redact_segment",
+    "user_agent",
+]
+
+#: The adapter's product token in the User-Agent.
+ADAPTER_NAME = "osbp-bookwell-adapter"
+
+logger = logging.getLogger("osbp.adapter.upstream")
+
+_EMAIL_SHAPED = re.compile(r"@")
+# A phone number in any common notation: 7+ digits with optional +, spaces, dots, dashes, parentheses.
+_PHONE_SHAPED = re.compile(r"^\+?[\d\s().\-]{7,}$")
+_RATELIMIT_NAMES = ("retry-after", "ratelimit", "ratelimit-policy")
+REDACTED = "{redacted}"
+
+
+def user_agent() -> str:
+    """``OSBP/<osbp> <adapter>/<version> python/<major.minor>``."""
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    return f"OSBP/{OSBP_VERSION} {ADAPTER_NAME}/{__version__} python/{python}"
+
+
+def redact_segment(value: str) -> str:
+    """A path segment, or ``{redacted}`` when it is contact-shaped (an email address or phone number)."""
+    digits = sum(char.isdigit() for char in value)
+    if _EMAIL_SHAPED.search(value) or (_PHONE_SHAPED.match(value) and digits >= 7):
+        return REDACTED
+    return value
+
+
+def capture_meta(call: str, response: httpx2.Response, version_header: str) -> UpstreamMeta:
+    """The spec's UpstreamMeta of one response (response headers only: no credential can leak in)."""
+    headers = response.headers
+    request_id = next((value for name, value in headers.items() if "request-id" in name.lower()), None)
+    ratelimit = {
+        name.lower(): value
+        for name, value in headers.items()
+        if name.lower() in _RATELIMIT_NAMES or name.lower().startswith("x-ratelimit-")
+    }
+    return UpstreamMeta(
+        call=call,
+        status=response.status_code,
+        server=headers.get("server"),
+        request_id=request_id,
+        api_version=headers.get(version_header),
+        deprecation=headers.get("deprecation"),
+        sunset=headers.get("sunset"),
+        ratelimit=ratelimit or None,
+    )
+
+
+class LifecycleNotices:
+    """Remembers which endpoints already produced a Deprecation/Sunset warning (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def first(self, endpoint: str) -> bool:
+        """True the first time ``endpoint`` is announced, False afterwards."""
+        with self._lock:
+            if endpoint in self._seen:
+                return False
+            self._seen.add(endpoint)
+            return True
+
+
+#: The per-process record behind "at least once per endpoint per process".
+PROCESS_NOTICES = LifecycleNotices()
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamResponse:
+    """A platform response of any status: parsed JSON body (``None`` if not JSON) and its meta."""
+
+    status: int
+    headers: httpx2.Headers
+    body: Any
+    meta: UpstreamMeta
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamUnavailable:
+    """No response arrived: the caller maps this to a retryable ``upstream_unavailable`` Problem."""
+
+    call: str
+    reason: Literal["timeout", "connect", "transport"]
+
+
+UpstreamOutcome = UpstreamResponse | UpstreamUnavailable
+
+
+class Upstream:
+    """The single HTTP helper: one keep-alive client, pinned, identified, captured."""
+
+    def __init__(
+        self,
+        settings: AdapterSettings,
+        *,
+        platform: PlatformIdentity,
+        version_header: str,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        notices: LifecycleNotices | None = None,
+    ) -> None:
+        self._platform = platform
+        self._version_header = version_header
+        self._notices = notices or PROCESS_NOTICES
+        headers = {
+            version_header: platform.api_version,
+            "user-agent": user_agent(),
+            "x-osbp-source": settings.source,
+            "accept": "application/json",
+        }
+        if settings.platform_api_key is not None:
+            headers["authorization"] = f"Bearer {settings.platform_api_key.get_secret_value()}"
+        self._client = httpx2.AsyncClient(
+            base_url=settings.platform_base_url.rstrip("/"),
+            headers=headers,
+            timeout=httpx2.Timeout(settings.read_timeout_s, connect=settings.connect_timeout_s),
+            transport=transport,
+            # Proxies and netrc from the environment must not silently reroute platform traffic.
+            trust_env=False,
+        )
+
+    async def fetch(
+        self,
+        method: str,
+        route: str,
+        *,
+        path: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> UpstreamOutcome:
+        """Send one request to ``route`` (a template like ``/api/organizations/{org}``) and capture it."""
+        values = dict(path or {})
+        url = route.format(**{name: quote(value, safe="") for name, value in values.items()})
+        call = f"{method} " + route.format(
+            **{name: quote(redact_segment(value), safe="{}") for name, value in values.items()}
+        )
+        try:
+            response = await self._client.request(
+                method, url, params=dict(params) if params else None, json=body, headers=headers
+            )
+        except httpx2.TimeoutException:
+            return UpstreamUnavailable(call, "timeout")
+        except httpx2.ConnectError:
+            return UpstreamUnavailable(call, "connect")
+        except httpx2.TransportError:
+            return UpstreamUnavailable(call, "transport")
+        meta = capture_meta(call, response, self._version_header)
+        record_upstream(meta)
+        if meta.deprecation is not None or meta.sunset is not None:
+            self._announce(f"{method} {route}", meta, response.headers.get("link"))
+        return UpstreamResponse(response.status_code, response.headers, _json_body(response), meta)
+
+    def _announce(self, endpoint: str, meta: UpstreamMeta, link: str | None) -> None:
+        if not self._notices.first(endpoint):
+            return
+        event = {
+            "event": "upstream_endpoint_deprecated",
+            "level": "warning",
+            "platform": self._platform.vendor,
+            "api_version": self._platform.api_version,
+            "endpoint": endpoint,
+            "call": meta.call,
+            "deprecation": meta.deprecation,
+            "sunset": meta.sunset,
+            "link": link,
+            "action": "The platform announced this endpoint's retirement; plan the migration before the "
+            "sunset date. The call itself succeeded.",
+        }
+        # The message is the JSON line itself, so it stays structured under any (or no) handler.
+        logger.warning(json.dumps({k: v for k, v in event.items() if v is not None}, separators=(",", ":")))
+
+    async def aclose(self) -> None:
+        """Close the keep-alive client."""
+        await self._client.aclose()
+
+
+def _json_body(response: httpx2.Response) -> Any:
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:  # not JSON (a proxy's HTML error page, say): the caller sees no body
+        return None
