@@ -100,7 +100,12 @@ class PlatformServer:
         self._socket = bind_socket(self.settings.host, self.settings.port)
         self.port = self._socket.getsockname()[1]
         self._server = ReadyServer(uvicorn_config(self.app), on_ready=self._ready.set)
-        self._thread = threading.Thread(target=self._serve, name=f"osbp-backend-{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._serve,
+            args=(self._server, self._socket),
+            name=f"osbp-backend-{self.port}",
+            daemon=True,
+        )
         self._thread.start()
         if not self._ready.wait(self.startup_timeout):
             self.stop()

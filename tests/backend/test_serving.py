@@ -1,0 +1,145 @@
+"""The real platform under uvicorn on loopback: PlatformServer, the CLI process, and concurrency."""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx2
+import pytest
+from sqlmodel import col, func, select
+
+from osbp.backend.models import Appointment
+from osbp.backend.serving import PlatformServer
+from tests.backend.conftest import DAY, booking, make_settings
+
+pytestmark = pytest.mark.integration
+
+CREATE = "/api/organizations/carolyns_dental/appointments"
+
+
+def test_platform_server_serves_over_real_http(platform_server):
+    """Issue 2, tests: an integration suite against a real uvicorn server on an ephemeral loopback port."""
+    assert platform_server.base_url.startswith("http://127.0.0.1:")
+    with httpx2.Client(base_url=platform_server.base_url) as client:
+        response = client.get("/api/organizations/carolyns_dental")
+        assert response.status_code == 200
+        assert response.headers["server"] == "Bookwell/0.1.0"
+        assert response.json()["id"] == "carolyns_dental"
+        created = client.post(CREATE, json=booking(), headers={"Idempotency-Key": "int-1"})
+        assert created.status_code == 201
+        replay = client.post(CREATE, json=booking(), headers={"Idempotency-Key": "int-1"})
+        assert replay.headers["idempotent-replayed"] == "true"
+
+
+@pytest.mark.anyio
+async def test_platform_server_is_an_async_context_manager():
+    """Platform choice: async tests can run the real platform too."""
+    async with (
+        PlatformServer(make_settings()) as server,
+        httpx2.AsyncClient(base_url=server.base_url) as client,
+    ):
+        assert (await client.get("/health")).json() == {"status": "ok"}
+
+
+def _race(base_url: str, bodies: list[dict], keys: list[str]) -> list[int]:
+    barrier = threading.Barrier(len(bodies))
+    statuses: list[int] = [0] * len(bodies)
+
+    def book(index: int) -> None:
+        with httpx2.Client(base_url=base_url, timeout=60) as client:
+            barrier.wait(timeout=30)
+            response = client.post(CREATE, json=bodies[index], headers={"Idempotency-Key": keys[index]})
+            statuses[index] = response.status_code
+
+    threads = [threading.Thread(target=book, args=(index,)) for index in range(len(bodies))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return statuses
+
+
+def test_concurrent_overlapping_bookings_of_one_provider_have_exactly_one_winner(tmp_path: Path):
+    """Issue 2: under any concurrency the platform never double-sells (24 clients → one 201, 23 × 409)."""
+    settings = make_settings(db=str(tmp_path / "race.db"), rate_limit_quota=10_000)
+    times = ["10:00", "10:15", "10:30"]
+    bodies = [
+        booking(
+            time=times[index % 3],
+            customer={"display_name": f"Racer {index}", "phone": f"+121255501{index:02d}"},
+        )
+        for index in range(24)
+    ]
+    with PlatformServer(settings) as server:
+        statuses = _race(server.base_url, bodies, [f"race-{index}" for index in range(24)])
+        with server.runtime.db.read() as session:
+            active = session.exec(
+                select(func.count())
+                .select_from(Appointment)
+                .where(
+                    Appointment.provider_id == "carolyns_dental_dr_reyes",
+                    col(Appointment.status).in_(("pending", "confirmed")),
+                )
+            ).one()
+            journal = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
+    assert sorted(statuses) == [201] + [409] * 23
+    assert active == 1
+    assert journal == "wal"
+
+
+def test_concurrent_bookings_of_distinct_slots_all_succeed(tmp_path: Path):
+    """Issue 2: serialising writers loses nothing: 8 clients on distinct slots → 8 × 201."""
+    settings = make_settings(db=str(tmp_path / "distinct.db"))
+    slots = [
+        (provider, time)
+        for provider in ("carolyns_dental_dr_reyes", "carolyns_dental_dr_okafor")
+        for time in ("09:00", "10:00", "11:00", "13:00")
+    ]
+    bodies = [booking(provider_id=provider, time=time) for provider, time in slots]
+    with PlatformServer(settings) as server:
+        statuses = _race(server.base_url, bodies, [f"distinct-{index}" for index in range(len(bodies))])
+    assert statuses == [201] * 8
+
+
+def test_cli_announces_its_ephemeral_port_and_logs_json_with_request_ids():
+    """Platform choice: `--port 0` prints one ready line; stderr logs are JSON lines with request ids."""
+    command = [
+        sys.executable,
+        "-m",
+        "osbp",
+        "backend",
+        "--db",
+        ":memory:",
+        "--port",
+        "0",
+        "--now",
+        "2026-05-04T12:00:00Z",
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stdout is not None
+    threading.Thread(target=lambda: lines.put(process.stdout.readline()), daemon=True).start()  # type: ignore[union-attr]
+    try:
+        ready = json.loads(lines.get(timeout=30))
+        assert ready["event"] == "ready"
+        assert ready["base_url"].startswith("http://127.0.0.1:")
+        response = httpx2.get(
+            ready["base_url"] + f"/api/organizations/carolyns_dental/availability?service_id="
+            f"carolyns_dental_cleaning&date={DAY}"
+        )
+        assert response.status_code == 200
+        request_id = response.headers["x-request-id"]
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+    records = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    served = [record for record in records if record.get("event") == "request"]
+    assert served
+    assert served[0]["request_id"] == request_id
+    assert served[0]["path"] == "/api/organizations/carolyns_dental/availability"
+    assert "service_id" not in stderr  # query strings are not logged
