@@ -1,0 +1,79 @@
+"""The OSBP MCP server: the SDK's low-level ``Server`` wired to the eight tools.
+
+The low-level API is used on purpose: ``MCPServer`` derives input schemas from Python signatures, while
+OSBP publishes its own strict schemas (closed objects, no ``null``, flat arguments). Here ``tools/list``
+returns exactly the protocol core's schemas, and every ``tools/call`` is validated against the protocol's
+strict input model before any handler runs (:class:`~osbp.server.dispatch.ToolDispatcher`).
+
+:func:`create_server` takes any :class:`~osbp.protocol.contract.BookingAdapter`; it does not own the
+adapter or the audit log (the process entry point closes them), so one adapter can serve in-memory test
+clients one after another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+
+from osbp import __version__
+from osbp.protocol.clock import Clock
+from osbp.protocol.contract import BookingAdapter
+from osbp.protocol.schemas import tool_input_schema
+from osbp.server._sdk import Server, ServerRequestContext
+from osbp.server.audit import AuditLog
+from osbp.server.dispatch import ToolDispatcher, new_audit_id
+from osbp.server.tools import TOOL_DEFINITIONS, mcp_tools
+
+__all__ = ["INSTRUCTIONS", "SERVER_NAME", "create_server"]
+
+SERVER_NAME = "osbp"
+
+#: The canonical flow, for the agent (MCP server instructions).
+INSTRUCTIONS = """\
+OSBP books one service appointment, and only inside a BookingMandate the user approved.
+Flow: get the mandate first -> osbp_service_describe -> osbp_availability_find -> osbp_policy_explain, \
+and read the policy (payment, deposit, cancellation and no-show fees) back to the user.
+Then osbp_booking_create without approval: a preflight that books nothing and returns \
+requires_user_confirmation. Show the user only its approval summary, never the approval token or the \
+retry instruction. Ask before booking; only after the user confirms, retry with the same payload and \
+idempotency_key plus approval.
+On requires_verification call osbp_verification_send and get the code from the customer out of band; \
+never invent one. Then retry osbp_booking_create with the code, and confirm with osbp_booking_status.
+There is no cancellation tool: a create is irreversible here, so ask rather than book in doubt. Branch on \
+problem.code only; when blocked, use osbp_handoff_request."""
+
+
+def create_server(
+    adapter: BookingAdapter,
+    audit: AuditLog,
+    *,
+    clock: Clock | None = None,
+    new_event_id: Callable[[], str] = new_audit_id,
+) -> Server[Any]:
+    """The MCP server exposing OSBP's eight tools over ``adapter``, auditing into ``audit``."""
+    dispatcher = ToolDispatcher(adapter, audit, clock=clock, new_event_id=new_event_id)
+    tools = mcp_tools()
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        return ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
+        return await dispatcher.call(params.name, params.arguments)
+
+    def input_schema(name: str) -> dict[str, Any] | None:
+        definition = TOOL_DEFINITIONS.get(name)
+        return tool_input_schema(definition.name) if definition else None
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        title="OSBP (Open Service Booking Protocol)",
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )

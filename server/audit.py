@@ -1,0 +1,234 @@
+"""The tamper-evident local audit log: one redacted, hash-chained JSON line per schema-valid tool call.
+
+Each line is an :class:`AuditRecord`: the spec's audit event (``id``, ``mandate_id``, ``tool_name``,
+``created_at``, ``source``, ``platform``, ``upstream``, redacted ``input`` and ``result`` with their
+SHA-256 ``input_hash``/``result_hash``), plus what explains the decision afterwards (``mandate``: the
+mandate's scope, window, caps and expiry; ``decision``: ok, or the Problem code) and the chain:
+``prev_hash`` (the previous line's ``hash``, 64 zeros for the first line) and ``hash`` (SHA-256 of the
+canonical JSON of the record without ``hash``). :mod:`osbp.server.audit_verify` walks the chain.
+
+Promises:
+
+* **Redacted before writing.** :meth:`AuditLog.append` runs :class:`~osbp.server.redaction.Redactor`
+  over the input, the result and the mandate summary; nothing unredacted reaches the file.
+* **One chain across processes.** Reading the last hash, appending the line and ``fsync`` happen under an
+  exclusive ``fcntl`` lock on the file, so several servers appending to one file keep one valid chain.
+* **Private.** The file is created ``0600``; a directory the log creates is ``0700``.
+
+Known limit: the chain has no key, so someone who can rewrite the whole file can recompute every hash,
+and a truncated tail is indistinguishable from a shorter log. Anchor the head (``osbp audit verify``
+prints it) somewhere else when that matters.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict
+
+from osbp.protocol.canonical import sha256_hex
+from osbp.protocol.models import AuditEvent, PlatformIdentity, ToolName, UpstreamMeta
+from osbp.server.redaction import Redactor
+
+__all__ = [
+    "DEFAULT_AUDIT_PATH",
+    "GENESIS_HASH",
+    "SOURCE",
+    "AuditDraft",
+    "AuditLog",
+    "AuditRecord",
+    "Decision",
+    "format_created_at",
+    "record_hash",
+]
+
+#: The default log location, relative to the working directory (``OSBP_AUDIT_LOG_PATH`` overrides).
+DEFAULT_AUDIT_PATH = Path(".osbp/audit/events.jsonl")
+#: The ``source`` of every event this server writes.
+SOURCE = "osbp-local-mcp"
+#: ``prev_hash`` of the first line of a log.
+GENESIS_HASH = "0" * 64
+_TAIL_CHUNK = 4096
+
+
+class Decision(BaseModel):
+    """Why the call ended as it did: ok, or the Problem code (and whether it is retryable)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ok: bool
+    code: str | None = None
+    retryable: bool | None = None
+
+
+class AuditRecord(AuditEvent):
+    """One line of the audit log: the spec's audit event plus the decision context and the hash chain."""
+
+    mandate: dict[str, Any] | None = None
+    decision: Decision
+    prev_hash: str
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuditDraft:
+    """What the tool layer knows about one call, before redaction, hashing and chaining."""
+
+    id: str
+    tool_name: ToolName
+    created_at: datetime
+    input: dict[str, Any]
+    result: dict[str, Any]
+    decision: Decision
+    mandate_id: str | None = None
+    mandate: dict[str, Any] | None = None
+    platform: PlatformIdentity | None = None
+    upstream: UpstreamMeta | None = None
+
+
+def format_created_at(moment: datetime) -> str:
+    """An aware instant as RFC 3339 UTC with milliseconds (``2026-05-05T20:00:00.000Z``)."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError("audit instants must be timezone-aware")
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def record_hash(record: dict[str, Any]) -> str:
+    """The chain hash of a record: SHA-256 hex of its canonical JSON without the ``hash`` field."""
+    return sha256_hex({key: value for key, value in record.items() if key != "hash"})
+
+
+def _last_hash(fd: int) -> str:
+    """The ``hash`` of the last line of the open log (read backwards from the end), or the genesis hash."""
+    end = os.lseek(fd, 0, os.SEEK_END)
+    if end == 0:
+        return GENESIS_HASH
+    tail = b""
+    position = end
+    while position > 0:
+        step = min(_TAIL_CHUNK, position)
+        position -= step
+        tail = os.pread(fd, step, position) + tail
+        # The last line is complete once a newline precedes its content.
+        if tail.rstrip(b"\n").find(b"\n") != -1:
+            break
+    line = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    try:
+        parsed = json.loads(line)
+        value = parsed.get("hash") if isinstance(parsed, dict) else None
+    except ValueError:
+        value = None
+    if isinstance(value, str):
+        return value
+    # A damaged last line still anchors the chain to its exact bytes; `osbp audit verify` names it.
+    return sha256_hex(line.decode("utf-8", errors="replace"))
+
+
+class AuditLog:
+    """Appends redacted, hash-chained audit records to a JSONL file (thread- and process-safe)."""
+
+    def __init__(self, path: str | Path = DEFAULT_AUDIT_PATH, *, redactor: Redactor | None = None) -> None:
+        self.path = Path(path)
+        self._redactor = redactor or Redactor()
+        self._fd: int | None = None
+        self._lock = threading.Lock()
+
+    def open(self) -> None:
+        """Create and open the log now (so a bad path fails at start-up, not on the first call)."""
+        with self._lock:
+            self._open()
+
+    def _open(self) -> int:
+        if self._fd is None:
+            directory = self.path.parent
+            if not directory.exists():
+                directory.mkdir(parents=True, mode=0o700)
+                # mkdir's mode is filtered by the umask; the audit directory is private regardless.
+                directory.chmod(0o700)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            # The open mode is filtered by the umask and ignored for an existing file: enforce it.
+            os.fchmod(fd, 0o600)
+            self._fd = fd
+        return self._fd
+
+    def build(self, draft: AuditDraft, prev_hash: str) -> AuditRecord:
+        """The redacted, hashed record of ``draft`` chained after ``prev_hash`` (pure)."""
+        redactor = self._redactor
+        known = redactor.discover(draft.input, draft.result)
+        safe_input = redactor.redact(draft.input, known)
+        safe_result = redactor.redact(draft.result, known)
+        fields: dict[str, Any] = {
+            "id": draft.id,
+            "mandate_id": redactor.scrub_text(draft.mandate_id, known) if draft.mandate_id else None,
+            "tool_name": draft.tool_name,
+            "created_at": format_created_at(draft.created_at),
+            "source": SOURCE,
+            "platform": draft.platform.to_wire() if draft.platform else None,
+            # Upstream metadata carries no customer data by construction; scrub it anyway in case an
+            # adapter let a contact-bearing path segment through.
+            "upstream": _scrub_strings(draft.upstream.to_wire(), redactor, known) if draft.upstream else None,
+            "input": safe_input,
+            "result": safe_result,
+            "input_hash": sha256_hex(safe_input),
+            "result_hash": sha256_hex(safe_result),
+            "mandate": redactor.redact(draft.mandate, known) if draft.mandate is not None else None,
+            "decision": draft.decision.model_dump(exclude_none=True),
+            "prev_hash": prev_hash,
+        }
+        wire = {key: value for key, value in fields.items() if value is not None}
+        wire["hash"] = record_hash(wire)
+        return AuditRecord.model_validate(wire, strict=False)
+
+    def _line(self, draft: AuditDraft, prev_hash: str) -> tuple[AuditRecord, bytes]:
+        record = self.build(draft, prev_hash)
+        # The hash covers the record's wire form; writing that same form keeps verification exact.
+        text = json.dumps(record.to_wire(), ensure_ascii=False, separators=(",", ":"))
+        return record, (text + "\n").encode("utf-8")
+
+    def append(self, draft: AuditDraft) -> AuditRecord:
+        """Redact, chain and durably append one record; returns what was written."""
+        with self._lock:
+            fd = self._open()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                record, line = self._line(draft, _last_hash(fd))
+                _write_all(fd, line)
+                os.fsync(fd)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        return record
+
+    async def aappend(self, draft: AuditDraft) -> AuditRecord:
+        """:meth:`append` in a worker thread (file locking and fsync block)."""
+        return await anyio.to_thread.run_sync(self.append, draft)
+
+    def close(self) -> None:
+        """Close the log file (every record is already fsynced; appending again reopens it)."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _scrub_strings(node: Any, redactor: Redactor, known: frozenset[str]) -> Any:
+    if isinstance(node, dict):
+        return {key: _scrub_strings(value, redactor, known) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_scrub_strings(item, redactor, known) for item in node]
+    if isinstance(node, str):
+        return redactor.scrub_text(node, known)
+    return node

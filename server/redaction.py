@@ -1,0 +1,180 @@
+"""The one redactor: what may leave a tool call for the audit log (and for published traces).
+
+Redaction is by explicit **allowlist**: a value survives only under a key this module names (or, for a
+context-dependent key such as ``code``, under a named parent), so a field nobody thought about is
+redacted, not leaked. Every surviving string is then scrubbed as free text:
+
+* approval tokens in the spec's retry instruction ``approval.token="<token>"`` (the token is redacted,
+  the marker stays so a reader still sees that a challenge was issued);
+* phone-shaped and email-shaped substrings;
+* every *known* sensitive string, wherever it reappears: the values the allowlist removed from the
+  structured input (customer names and contacts, verification codes, approval tokens), the parts of a
+  customer's name, and the tokens found in challenge messages.
+
+Not on the allowlist, so always redacted: ``display_name``, ``given_name``, ``family_name``, ``phone``,
+``email``, ``provider_image_url``, ``token``, ``verification_code`` and ``code`` (except
+``problem.code``, the Problem code). The redactor is pure and deterministic: the same snapshot and known
+strings always give the same output, so audit hashes are stable.
+
+Typical use (the audit log and the trace recorder do exactly this)::
+
+    redactor = Redactor()
+    known = redactor.discover(tool_input, tool_result)
+    safe_input = redactor.redact(tool_input, known)
+    safe_result = redactor.redact(tool_result, known)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
+
+__all__ = [
+    "ALLOWED_KEYS",
+    "ALLOWED_PATHS",
+    "EMAIL_PATTERN",
+    "PHONE_PATTERNS",
+    "REDACTED",
+    "Redactor",
+]
+
+#: What a redacted value (or substring) is replaced with.
+REDACTED = "[redacted]"
+
+#: Keys whose values may be kept (strings still go through the free-text scrubber). Wire names of the
+#: OSBP objects and envelopes, minus every customer, image, code and token field.
+ALLOWED_KEYS: frozenset[str] = frozenset(
+    {
+        # envelope and Problem
+        "ok", "value", "problem", "message", "retryable", "audit_event_id", "osbp_runtime", "idempotency",
+        # BookingMandate and Money
+        "mandate", "mandate_id", "expires_at", "allowed_actions", "organization_id", "service_ids",
+        "provider_ids", "schedule_ids", "earliest_start", "latest_end", "max_price", "allow_policy_fee",
+        "max_extra_fee", "amount_minor", "currency", "type", "display",
+        # tool inputs (flat arguments); the customer object is kept but only its `id` survives inside
+        "idempotency_key", "service_id", "schedule_id", "provider_id", "date", "time", "customer",
+        "approval", "confirmed", "booking_id", "purpose", "reason",
+        # Service, Slot, Policy, Booking, Receipt, VerificationChallenge, HandoffResult
+        "id", "name", "description", "duration", "price", "requires_consultation", "options",
+        "organization", "organization_name", "schedule_name", "schedule_address", "schedule_latitude",
+        "schedule_longitude", "schedule_hours", "day", "open", "close", "schedule_timezone", "provider_name",
+        "starts_at", "ends_at", "starts_at_local", "ends_at_local", "cancellation_enabled",
+        "cancellation_window", "cancellation_note", "late_grace", "cancellation_fee", "no_show_fee",
+        "payment_requirement", "deposit", "verification_method", "timezone", "country", "status", "text",
+        "sent", "verified", "method",
+    }
+)  # fmt: skip
+
+#: Context-dependent keys, as (parent key, key): ``code`` is a Problem code under ``problem`` but a raw
+#: verification code at the top of a verification.verify input.
+ALLOWED_PATHS: frozenset[tuple[str, str]] = frozenset({("problem", "code")})
+
+#: Email-shaped substrings (RFC 5322 "dot-atom" shapes, generously).
+EMAIL_PATTERN = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
+#: Phone-shaped substrings: E.164 with optional separators, and NANP-style national numbers. Dates,
+#: times, UTC offsets and money amounts do not match these shapes.
+PHONE_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\+\d(?:[\s().\-]{0,2}\d){6,14}"),
+    re.compile(r"(?<![\w+])(?:\(\d{3}\)\s?|\d{3}[\-.\s])\d{3}[\-.\s]\d{4}(?!\w)"),
+)
+_TOKEN_MARKER = 'approval.token="' + REDACTED + '"'
+_NAME_KEYS = frozenset({"display_name", "given_name", "family_name"})
+
+
+def _known_pattern(known: Iterable[str], min_length: int) -> re.Pattern[str] | None:
+    strings = sorted({s for s in known if len(s) >= min_length and s != REDACTED}, key=len, reverse=True)
+    if not strings:
+        return None
+    # Alphanumeric boundaries: a known "Al" must not eat the "Al" of "Always", but "_123456" still matches.
+    alternation = "|".join(re.escape(s) for s in strings)
+    return re.compile(rf"(?<![A-Za-z0-9])(?:{alternation})(?![A-Za-z0-9])")
+
+
+class Redactor:
+    """Allowlist redaction plus free-text scrubbing of JSON-like values (dicts, lists, scalars)."""
+
+    def __init__(
+        self,
+        allowed_keys: frozenset[str] = ALLOWED_KEYS,
+        allowed_paths: frozenset[tuple[str, str]] = ALLOWED_PATHS,
+        *,
+        min_known_length: int = 2,
+    ) -> None:
+        self._allowed_keys = allowed_keys
+        self._allowed_paths = allowed_paths
+        self._min_known_length = min_known_length
+
+    def allows(self, parent: str, key: str) -> bool:
+        """Whether the value under ``key`` (inside ``parent``, "" at the top) may be kept."""
+        return key in self._allowed_keys or (parent, key) in self._allowed_paths
+
+    def discover(self, *snapshots: Any) -> frozenset[str]:
+        """The sensitive strings in ``snapshots``: every scalar the allowlist removes, name parts, tokens."""
+        found: set[str] = set()
+        for snapshot in snapshots:
+            self._discover(snapshot, "", found)
+        return frozenset(found)
+
+    def _discover(self, node: Any, parent: str, found: set[str]) -> None:
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                key = str(key)
+                if self.allows(parent, key):
+                    self._discover(value, key, found)
+                else:
+                    self._collect(value, found, split_names=key in _NAME_KEYS)
+        elif isinstance(node, list):
+            for item in node:
+                self._discover(item, parent, found)
+        elif isinstance(node, str):
+            found.update(APPROVAL_TOKEN_PATTERN.findall(node))
+
+    def _collect(self, node: Any, found: set[str], *, split_names: bool) -> None:
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                self._collect(value, found, split_names=str(key) in _NAME_KEYS)
+        elif isinstance(node, list):
+            for item in node:
+                self._collect(item, found, split_names=split_names)
+        elif isinstance(node, str) and node:
+            found.add(node)
+            if split_names:
+                # A name may reappear in part ("Jane" of "Jane Customer") in receipts or messages.
+                found.update(part for part in re.split(r"[\s,]+", node) if part)
+        elif isinstance(node, int | float) and not isinstance(node, bool):
+            # A code typed as a number is still a code.
+            found.add(str(node))
+
+    def redact(self, value: Any, known: Iterable[str] = ()) -> Any:
+        """A redacted deep copy of ``value``; ``known`` strings are scrubbed wherever they reappear."""
+        pattern = _known_pattern(known, self._min_known_length)
+        return self._redact(value, "", pattern)
+
+    def _redact(self, node: Any, parent: str, pattern: re.Pattern[str] | None) -> Any:
+        if isinstance(node, Mapping):
+            kept: dict[str, Any] = {}
+            for key, value in node.items():
+                name = str(key)
+                kept[name] = self._redact(value, name, pattern) if self.allows(parent, name) else REDACTED
+            return kept
+        if isinstance(node, list):
+            return [self._redact(item, parent, pattern) for item in node]
+        if isinstance(node, str):
+            return self._scrub(node, pattern)
+        return node
+
+    def scrub_text(self, text: str, known: Iterable[str] = ()) -> str:
+        """``text`` with approval tokens, phone/email-shaped substrings and ``known`` strings redacted."""
+        return self._scrub(text, _known_pattern(known, self._min_known_length))
+
+    def _scrub(self, text: str, pattern: re.Pattern[str] | None) -> str:
+        text = APPROVAL_TOKEN_PATTERN.sub(_TOKEN_MARKER, text)
+        if pattern is not None:
+            text = pattern.sub(REDACTED, text)
+        text = EMAIL_PATTERN.sub(REDACTED, text)
+        for phone in PHONE_PATTERNS:
+            text = phone.sub(REDACTED, text)
+        return text
