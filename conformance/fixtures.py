@@ -13,11 +13,10 @@ times, each under a fresh idempotency key).
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
@@ -177,6 +176,14 @@ class Fixtures(_Strict):
     max_price: Money
     services: Services
 
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_comment(cls, data: Any) -> Any:
+        # A `$comment` key documents a fixture file, as in JSON Schema.
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if key != "$comment"}
+        return data
+
     @field_validator("timezone")
     @classmethod
     def _iana_name(cls, value: str) -> str:
@@ -199,7 +206,4 @@ def reference_fixtures_path() -> Path:
 
 def load_fixtures(path: str | Path) -> Fixtures:
     """Read and validate a fixture file (raises `ValueError` with the reason when it is malformed)."""
-    raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    if isinstance(raw, dict):
-        raw.pop("$comment", None)
-    return Fixtures.model_validate(raw)
+    return Fixtures.model_validate_json(Path(path).read_text(encoding="utf-8"))

@@ -1,0 +1,111 @@
+"""`osbp conformance`: flags, output, exit status."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from osbp.conformance import CATALOG, reference_fixtures_path
+from osbp.conformance.cli import main
+from tests.conformance.conftest import TOY_SERVER
+
+
+def _server(*flags: str) -> str:
+    return shlex.join([sys.executable, str(TOY_SERVER), *flags])
+
+
+@pytest.mark.integration
+def test_osbp_conformance_grades_the_toy_server_pass_with_exit_0(scenario):
+    """Issue 6 §1: one line per check, the final PASS line, exit status 0 when nothing failed."""
+    command = [
+        sys.executable, "-m", "osbp", "conformance",
+        "--server", _server("--arm-file", str(scenario.arm_file)),
+        "--fixtures", str(reference_fixtures_path()),
+        "--scenario-url", scenario.url,
+        "--timeout", "10",
+    ]  # fmt: skip
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    lines = run.stdout.splitlines()
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert lines[-1] == f"PASS {len(CATALOG)}/{len(CATALOG)} checks passed (0 failed, 0 skipped)"
+    assert [line.split()[:2] for line in lines[:-1]] == [["PASS", check.id] for check in CATALOG]
+
+
+@pytest.mark.integration
+def test_json_output_of_a_broken_server_exits_1_naming_the_failed_check(capsys):
+    """Issue 6 §1: --json gives the report object; exit status is 0 only when nothing failed."""
+    status = main(
+        ["--server", _server("--break", "jpy_cents"), "--fixtures", str(reference_fixtures_path()), "--json"]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert status == 1
+    assert report["ok"] is False
+    assert {c["id"] for c in report["checks"] if c["status"] == "FAIL"} == {"money.jpy_minor_units"}
+    assert {c["id"] for c in report["checks"] if c["status"] == "SKIP"} == {
+        "runtime.slot_taken",
+        "runtime.rate_limited",
+    }
+
+
+@pytest.mark.integration
+def test_env_options_reach_the_server_and_its_stderr_can_be_kept(tmp_path, capsys):
+    """Platform choice: --env KEY=VALUE configures the server; --server-log keeps its stderr."""
+    script = tmp_path / "env_server.py"
+    script.write_text(
+        "import os, sys\nprint('OSBP_MARK=' + os.environ.get('OSBP_MARK', ''), file=sys.stderr)\n"
+    )
+    log = tmp_path / "server.log"
+    status = main(
+        [
+            "--server", shlex.join([sys.executable, str(script)]),
+            "--fixtures", str(reference_fixtures_path()),
+            "--env", "OSBP_MARK=seen",
+            "--server-log", str(log),
+            "--timeout", "5",
+        ]
+    )  # fmt: skip
+    assert status == 1
+    assert "OSBP_MARK=seen" in log.read_text(encoding="utf-8")
+    assert capsys.readouterr().out.splitlines()[0].startswith("FAIL wire.initialize")
+
+
+def test_list_checks_prints_the_catalog(capsys):
+    """Issue 6 §2: every check has a stable id, a one-line requirement and a spec reference."""
+    assert main(["--list-checks"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == [check.id for check in CATALOG]
+
+
+def test_a_malformed_env_option_is_a_usage_error(capsys):
+    """Platform choice: usage errors exit 2."""
+    with pytest.raises(SystemExit) as exited:
+        main(["--server", "x", "--fixtures", str(reference_fixtures_path()), "--env", "NOVALUE"])
+    assert exited.value.code == 2
+    assert "--env expects KEY=VALUE" in capsys.readouterr().err
+
+
+def test_server_without_fixtures_is_a_usage_error(capsys):
+    """Issue 6 §1: the fixture file is what the battery grades against."""
+    with pytest.raises(SystemExit) as exited:
+        main(["--server", "x"])
+    assert exited.value.code == 2
+    assert "--server needs --fixtures" in capsys.readouterr().err
+
+
+def test_an_unreadable_fixture_file_exits_2(tmp_path, capsys):
+    """Platform choice: a broken fixture file is a usage problem, not a failed grade."""
+    path = tmp_path / "broken.json"
+    path.write_text("{}", encoding="utf-8")
+    assert main(["--server", "x", "--fixtures", str(path)]) == 2
+    assert "cannot read the fixture file" in capsys.readouterr().err
+
+
+def test_self_before_the_platform_exists_exits_2_with_a_clear_message(monkeypatch, capsys):
+    """Platform choice (issue 6): --self is wired but says it is not yet available."""
+    monkeypatch.setitem(sys.modules, "osbp.backend.serving", None)
+    assert main(["--self"]) == 2
+    assert "not yet available" in capsys.readouterr().err

@@ -1,0 +1,39 @@
+"""Arming platform outcomes through the scenario URL contract."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from osbp.conformance.scenario import arm
+from tests.conformance.arming import scenario_endpoint
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_2xx_answer_means_armed(tmp_path):
+    """Issue 6 §1: POST {"organization_id", "outcome"}; 2xx means armed for the next create."""
+    with scenario_endpoint(tmp_path / "armed") as endpoint:
+        assert await arm(endpoint.url, "conformance_co", "slot_taken", call_timeout=5) is None
+        assert endpoint.requests == [{"organization_id": "conformance_co", "outcome": "slot_taken"}]
+        assert endpoint.arm_file.read_text(encoding="utf-8") == "slot_taken"
+
+
+async def test_a_refusal_is_reported_with_its_status(tmp_path):
+    """Issue 6 §1: anything but 2xx is not armed."""
+    with scenario_endpoint(tmp_path / "armed", organization_id="elsewhere") as endpoint:
+        problem = await arm(endpoint.url, "conformance_co", "rate_limited", call_timeout=5)
+    assert problem == "the scenario URL answered HTTP 422 when arming rate_limited"
+
+
+async def test_an_unreachable_url_is_reported_not_raised():
+    """Platform choice: a dead scenario surface fails the armed checks with a reason."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    problem = await arm(
+        f"http://127.0.0.1:{port}/_testing/arm", "conformance_co", "slot_taken", call_timeout=2
+    )
+    assert problem is not None
+    assert problem.startswith("could not reach the scenario URL")
