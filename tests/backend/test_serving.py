@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -46,7 +47,7 @@ async def test_platform_server_is_an_async_context_manager():
         assert (await client.get("/health")).json() == {"status": "ok"}
 
 
-def _race(base_url: str, bodies: list[dict], keys: list[str]) -> list[int]:
+def _race(base_url: str, bodies: list[dict[str, Any]], keys: list[str]) -> list[int]:
     barrier = threading.Barrier(len(bodies))
     statuses: list[int] = [0] * len(bodies)
 
