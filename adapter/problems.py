@@ -185,7 +185,7 @@ def from_response(response: UpstreamResponse) -> Problem:
         return problem(
             INVALID_CUSTOMER,
             f"The platform rejected the customer's contact details{where}: it needs a display name and an "
-            "E.164 phone number (e.g. +12125550199) or a valid email address.",
+            "E.164 phone number (plus sign, country code, number) or a valid email address.",
         )
     if code == "invalid_purpose":
         return problem(

@@ -59,7 +59,8 @@ ADAPTER_NAME = "osbp-bookwell-adapter"
 logger = logging.getLogger("osbp.adapter.upstream")
 
 _EMAIL_SHAPED = re.compile(r"@")
-# A phone number in any common notation: 7+ digits with optional +, spaces, dots, dashes, parentheses.
+# A phone number in a common notation: digits with spaces, dots, dashes or parentheses, either in
+# international form (+ and 7+ digits) or a national number of 10+ digits (so a date stays readable).
 _PHONE_SHAPED = re.compile(r"^\+?[\d\s().\-]{7,}$")
 _RATELIMIT_NAMES = ("retry-after", "ratelimit", "ratelimit-policy")
 REDACTED = "{redacted}"
@@ -74,7 +75,8 @@ def user_agent() -> str:
 def redact_segment(value: str) -> str:
     """A path segment, or ``{redacted}`` when it is contact-shaped (an email address or phone number)."""
     digits = sum(char.isdigit() for char in value)
-    if _EMAIL_SHAPED.search(value) or (_PHONE_SHAPED.match(value) and digits >= 7):
+    phone = _PHONE_SHAPED.match(value) and digits >= (7 if value.startswith("+") else 10)
+    if _EMAIL_SHAPED.search(value) or phone:
         return REDACTED
     return value
 

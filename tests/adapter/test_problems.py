@@ -1,0 +1,121 @@
+"""The status mapping: every platform answer the adapter knows, and the fallbacks for the rest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2
+import pytest
+
+from osbp.adapter.problems import from_response, unavailable
+from osbp.adapter.upstream import UpstreamResponse, UpstreamUnavailable
+from osbp.protocol.models import UpstreamMeta
+
+SECRET_DETAIL = "Customer Jane Customer +12125550199 already holds 2026-05-05 10:00 (row 42, node db-3)"
+
+
+def response(
+    status: int, code: str | None = None, headers: dict[str, str] | None = None, **extra: Any
+) -> UpstreamResponse:
+    """A platform problem response with a detail that must never leak."""
+    body: dict[str, Any] | None = None
+    if code is not None:
+        body = {
+            "type": "https://x/problems/x",
+            "title": "T",
+            "status": status,
+            "code": code,
+            "detail": SECRET_DETAIL,
+        }
+        body |= extra
+    return UpstreamResponse(
+        status=status,
+        headers=httpx2.Headers(headers or {}),
+        body=body,
+        meta=UpstreamMeta(call="POST /api/x", status=status),
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "code", "retryable"),
+    [
+        (response(428, "requires_verification", channel="sms"), "requires_verification", True),
+        (response(428), "requires_verification", True),
+        (response(400, "verification_failed", reason="mismatch"), "verification_failed", False),
+        (response(400, "verification_failed", reason="expired"), "verification_failed", False),
+        (response(400, "verification_failed", reason="locked"), "verification_failed", False),
+        (response(400, "verification_failed", reason="no_challenge"), "verification_failed", False),
+        (response(409, "slot_taken"), "slot_taken", True),
+        (response(409, "slot_unavailable"), "slot_taken", True),
+        (response(422, "idempotency_key_reused"), "idempotency_conflict", False),
+        (response(409, "idempotency_key_in_use"), "idempotency_in_progress", True),
+        (response(429, "rate_limited", {"retry-after": "7"}), "rate_limited", True),
+        (response(429, "verification_send_limited"), "rate_limited", True),
+        (response(429), "rate_limited", True),
+        (response(404, "appointment_not_found"), "booking_not_found", False),
+        (response(404, "service_not_found"), "service_not_found", False),
+        (response(404, "location_not_found"), "schedule_not_found", False),
+        (response(404, "provider_not_found"), "provider_not_found", False),
+        (response(404, "organization_not_found"), "organization_not_found", False),
+        (response(422, "provider_not_eligible"), "provider_not_eligible", False),
+        (response(400, "invalid_contact", field="customer.phone"), "invalid_customer", False),
+        (
+            response(
+                400, "invalid_request", errors=[{"field": "body.customer.display_name", "message": "x"}]
+            ),
+            "invalid_customer",
+            False,
+        ),
+        (response(400, "invalid_purpose"), "invalid_verification_purpose", False),
+        (response(500, "internal_error"), "upstream_unavailable", True),
+        (response(502), "upstream_unavailable", True),
+        (response(503), "upstream_unavailable", True),
+        (
+            response(400, "invalid_request", errors=[{"field": "body.date", "message": "x"}]),
+            "internal_adapter_error",
+            False,
+        ),
+        (response(400, "unsupported_version"), "internal_adapter_error", False),
+        (response(418, "teapot"), "internal_adapter_error", False),
+        (response(404), "internal_adapter_error", False),
+    ],
+)
+def test_platform_answers_map_to_osbp_problems(answer: UpstreamResponse, code: str, retryable: bool) -> None:
+    """OSBP spec, Problem codes and issue 3's status mapping (retryable where the spec says so)."""
+    mapped = from_response(answer)
+    assert (mapped.code, mapped.retryable) == (code, retryable)
+    assert SECRET_DETAIL not in mapped.message
+    assert "+12125550199" not in mapped.message
+    assert "Jane" not in mapped.message
+
+
+def test_rate_limited_message_carries_the_retry_after_seconds() -> None:
+    """RFC 9110 Retry-After: the agent learns how long to back off."""
+    assert (
+        "Retry after 7 seconds" in from_response(response(429, "rate_limited", {"retry-after": "7"})).message
+    )
+
+
+def test_platform_idempotency_mismatch_is_never_slot_taken() -> None:
+    """Issue 3: the platform's own idempotency mismatch is idempotency_conflict, never slot_taken."""
+    assert from_response(response(422, "idempotency_key_reused")).code == "idempotency_conflict"
+
+
+def test_verification_channel_is_named_when_the_platform_reports_it() -> None:
+    """OSBP spec, verification: tell the user only the method OSBP received."""
+    assert "by sms" in from_response(response(428, "requires_verification", channel="sms")).message
+    assert " by " not in from_response(response(428, "requires_verification", channel="pigeon")).message
+
+
+@pytest.mark.parametrize("reason", ["timeout", "connect", "transport"])
+def test_no_response_is_a_retryable_upstream_unavailable(reason: str) -> None:
+    """Issue 3: timeouts and refused connections map to a retryable adapter-specific Problem."""
+    mapped = unavailable(UpstreamUnavailable("GET /api/x", reason))  # type: ignore[arg-type]
+    assert (mapped.code, mapped.retryable) == ("upstream_unavailable", True)
+
+
+def test_mapped_problems_are_fresh_values() -> None:
+    """Platform choice: a caller that edits one Problem never changes the next answer."""
+    first = from_response(response(404, "service_not_found"))
+    first.message = "changed"
+    assert from_response(response(404, "service_not_found")).message != "changed"

@@ -1,0 +1,338 @@
+"""The one HTTP helper: pin and identity on every request, UpstreamMeta capture, lifecycle warnings."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx2
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import SecretStr
+
+from osbp.adapter import AdapterSettings
+from osbp.adapter.bookwell import PLATFORM, VERSION_HEADER
+from osbp.adapter.upstream import (
+    REDACTED,
+    LifecycleNotices,
+    Upstream,
+    UpstreamResponse,
+    UpstreamUnavailable,
+    redact_segment,
+    user_agent,
+)
+from osbp.protocol.clock import FixedClock
+from osbp.protocol.contract import Success
+from osbp.protocol.models import (
+    AvailabilityFindInput,
+    BookingStatusInput,
+    Customer,
+    PolicyExplainInput,
+    ServiceDescribeInput,
+    VerificationSendInput,
+)
+from osbp.protocol.upstream import capture_upstream
+from tests.adapter.conftest import (
+    CLEANING,
+    DAY,
+    NOW,
+    Platform,
+    approved,
+    create_input,
+    make_adapter,
+    token_of,
+)
+
+pytestmark = pytest.mark.anyio
+
+Handler = Callable[[httpx2.Request], httpx2.Response]
+
+
+def upstream_with(handler: Handler, notices: LifecycleNotices | None = None, **settings: object) -> Upstream:
+    """An Upstream over a MockTransport answering with ``handler``."""
+    configured = AdapterSettings(platform_base_url="http://platform.test", **settings)  # type: ignore[arg-type]
+    return Upstream(
+        configured,
+        platform=PLATFORM,
+        version_header=VERSION_HEADER,
+        transport=httpx2.MockTransport(handler),
+        notices=notices or LifecycleNotices(),
+    )
+
+
+def ok(request: httpx2.Request) -> httpx2.Response:
+    """A plain 200 with an empty JSON object."""
+    return httpx2.Response(200, json={})
+
+
+async def test_every_request_carries_the_version_pin_user_agent_and_source_marker() -> None:
+    """OSBP spec, Platform Metadata and Versioning: send the pin on every request; self-declared identity."""
+    seen: list[httpx2.Request] = []
+
+    def record(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200, json={})
+
+    upstream = upstream_with(record)
+    await upstream.fetch("GET", "/api/organizations/{org}", path={"org": "a"})
+    await upstream.fetch("POST", "/api/organizations/{org}/appointments", path={"org": "a"}, body={"x": 1})
+    await upstream.aclose()
+    assert len(seen) == 2
+    for request in seen:
+        assert request.headers["bookwell-version"] == "2026-04-01"
+        assert request.headers["user-agent"] == user_agent()
+        assert request.headers["x-osbp-source"] == "osbp-local-mcp"
+        assert "authorization" not in request.headers
+
+
+def test_user_agent_names_osbp_the_adapter_and_the_python_version() -> None:
+    """OSBP spec, Security: caller identity is a self-declared User-Agent (OSBP, adapter, runtime)."""
+    python = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert user_agent() == f"OSBP/0.1.0 osbp-bookwell-adapter/0.1.0 python/{python}"
+
+
+async def test_configured_credential_is_sent_but_never_captured_into_meta() -> None:
+    """OSBP spec, Platform Metadata: credentials attached in the one helper, never in UpstreamMeta."""
+    seen: list[httpx2.Request] = []
+
+    def record(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200, json={}, headers={"x-request-id": "r-1"})
+
+    upstream = upstream_with(record, platform_api_key="sk_live_secret_value")
+    outcome = await upstream.fetch("GET", "/api/organizations/{org}", path={"org": "a"})
+    await upstream.aclose()
+    assert seen[0].headers["authorization"] == "Bearer sk_live_secret_value"
+    assert isinstance(outcome, UpstreamResponse)
+    assert "sk_live_secret_value" not in outcome.meta.to_wire_json()
+
+
+def test_platform_api_key_is_hidden_in_the_settings_repr() -> None:
+    """OSBP spec, Security: durable secrets stay server-side and out of observability."""
+    settings = AdapterSettings(platform_api_key=SecretStr("sk_live_secret_value"))
+    assert "sk_live_secret_value" not in repr(settings)
+
+
+async def test_meta_captures_every_spec_field_from_the_response_headers() -> None:
+    """OSBP spec, Audit: call, status, server, request_id, api_version, deprecation, sunset, ratelimit."""
+    headers = [
+        ("server", "cdn-edge/7.1"),
+        ("x-amzn-trace", "t"),
+        ("x-correlation-request-id", "first-id"),
+        ("x-request-id", "second-id"),
+        ("bookwell-version", "2026-04-01"),
+        ("deprecation", "@1781308800"),
+        ("sunset", "Fri, 01 Oct 2032 00:00:00 GMT"),
+        ("retry-after", "3"),
+        ("RateLimit", '"default";r=0;t=3'),
+        ("RateLimit-Policy", '"default";q=1000;w=60'),
+        ("X-RateLimit-Remaining", "0"),
+    ]
+    upstream = upstream_with(lambda request: httpx2.Response(429, headers=headers, json={}))
+    with capture_upstream() as capture:
+        outcome = await upstream.fetch(
+            "GET", "/api/organizations/{org}/availability", path={"org": "a"}, params={"date": DAY}
+        )
+    await upstream.aclose()
+    assert isinstance(outcome, UpstreamResponse)
+    assert capture.calls == [outcome.meta]
+    assert outcome.meta.to_wire() == {
+        "call": "GET /api/organizations/a/availability",
+        "status": 429,
+        "server": "cdn-edge/7.1",
+        "request_id": "first-id",
+        "api_version": "2026-04-01",
+        "deprecation": "@1781308800",
+        "sunset": "Fri, 01 Oct 2032 00:00:00 GMT",
+        "ratelimit": {
+            "retry-after": "3",
+            "ratelimit": '"default";r=0;t=3',
+            "ratelimit-policy": '"default";q=1000;w=60',
+            "x-ratelimit-remaining": "0",
+        },
+    }
+
+
+async def test_meta_call_has_no_query_string_and_redacts_contact_segments() -> None:
+    """OSBP spec, Audit: query strings omitted, contact-bearing path segments redacted."""
+    upstream = upstream_with(ok)
+    outcome = await upstream.fetch(
+        "GET",
+        "/api/customers/{contact}/history/{other}",
+        path={"contact": "jane@example.com", "other": "+1 (212) 555-0199"},
+        params={"phone": "+12125550199"},
+    )
+    await upstream.aclose()
+    assert isinstance(outcome, UpstreamResponse)
+    assert outcome.meta.call == f"GET /api/customers/{REDACTED}/history/{REDACTED}"
+
+
+@given(
+    st.emails()
+    | st.from_regex(r"\+[1-9][0-9]{7,14}", fullmatch=True)
+    | st.from_regex(r"\([0-9]{3}\) [0-9]{3}-[0-9]{4}", fullmatch=True)
+)
+def test_contact_shaped_segments_are_always_redacted(contact: str) -> None:
+    """OSBP spec, Audit: contact-bearing segments never reach UpstreamMeta.call."""
+    assert redact_segment(contact) == REDACTED
+
+
+@pytest.mark.parametrize("segment", ["carolyns_dental", "apt_7c1e2b9d04f3a6e1", "2026-05-05", "v1"])
+def test_ordinary_ids_are_kept_in_the_call(segment: str) -> None:
+    """Platform choice: ids are correlation data, not contact data, and stay readable in the audit."""
+    assert redact_segment(segment) == segment
+
+
+async def test_meta_without_optional_headers_omits_those_fields() -> None:
+    """OSBP spec, Audit: absent headers are absent fields, never null."""
+    upstream = upstream_with(ok)
+    outcome = await upstream.fetch("GET", "/api/organizations/{org}", path={"org": "a"})
+    await upstream.aclose()
+    assert isinstance(outcome, UpstreamResponse)
+    assert outcome.meta.to_wire() == {"call": "GET /api/organizations/a", "status": 200}
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (httpx2.ConnectError("refused"), "connect"),
+        (httpx2.ReadTimeout("slow"), "timeout"),
+        (httpx2.ConnectTimeout("slow"), "timeout"),
+        (httpx2.RemoteProtocolError("broken"), "transport"),
+    ],
+)
+async def test_transport_failures_are_typed_outcomes_not_exceptions(error: Exception, reason: str) -> None:
+    """Platform choice (httpx's split): no response is a value the caller maps to a retryable Problem."""
+
+    def fail(request: httpx2.Request) -> httpx2.Response:
+        raise error
+
+    upstream = upstream_with(fail)
+    with capture_upstream() as capture:
+        outcome = await upstream.fetch("GET", "/api/organizations/{org}", path={"org": "a"})
+    await upstream.aclose()
+    assert outcome == UpstreamUnavailable("GET /api/organizations/a", reason)  # type: ignore[arg-type]
+    assert capture.calls == []
+
+
+async def test_a_non_json_body_is_read_as_no_body() -> None:
+    """Platform choice: a proxy's HTML error page never becomes data or a message."""
+    upstream = upstream_with(lambda request: httpx2.Response(502, text="<html>bad gateway</html>"))
+    outcome = await upstream.fetch("GET", "/api/organizations/{org}", path={"org": "a"})
+    await upstream.aclose()
+    assert isinstance(outcome, UpstreamResponse)
+    assert (outcome.status, outcome.body) == (502, None)
+
+
+def _deprecation_warnings(caplog: pytest.LogCaptureFixture) -> list[dict[str, str]]:
+    return [
+        json.loads(record.getMessage())
+        for record in caplog.records
+        if record.name == "osbp.adapter.upstream" and "upstream_endpoint_deprecated" in record.getMessage()
+    ]
+
+
+async def test_deprecation_warns_once_per_endpoint_per_process(caplog: pytest.LogCaptureFixture) -> None:
+    """RFC 9745 / RFC 8594 and OSBP spec: surface lifecycle headers loudly, once per endpoint per process."""
+    lifecycle = {"deprecation": "@1781308800", "sunset": "Fri, 01 Oct 2032 00:00:00 GMT"}
+    upstream = upstream_with(lambda request: httpx2.Response(200, headers=lifecycle, json={}))
+    caplog.set_level(logging.WARNING, logger="osbp.adapter.upstream")
+    for org in ("a", "b", "c"):
+        await upstream.fetch("GET", "/api/organizations/{org}/availability", path={"org": org})
+    await upstream.fetch("GET", "/api/organizations/{org}/services", path={"org": "a"})
+    await upstream.aclose()
+    warnings = _deprecation_warnings(caplog)
+    assert [warning["endpoint"] for warning in warnings] == [
+        "GET /api/organizations/{org}/availability",
+        "GET /api/organizations/{org}/services",
+    ]
+    assert warnings[0]["deprecation"] == "@1781308800"
+    assert warnings[0]["sunset"] == "Fri, 01 Oct 2032 00:00:00 GMT"
+    assert all(record.levelno == logging.WARNING for record in caplog.records)
+
+
+async def test_notices_are_shared_across_clients_of_one_process(caplog: pytest.LogCaptureFixture) -> None:
+    """OSBP spec: "at least once per endpoint per process" - a second client does not repeat it."""
+    lifecycle = {"sunset": "Fri, 01 Oct 2032 00:00:00 GMT"}
+    notices = LifecycleNotices()
+    caplog.set_level(logging.WARNING, logger="osbp.adapter.upstream")
+    for _ in range(2):
+        upstream = upstream_with(lambda request: httpx2.Response(200, headers=lifecycle, json={}), notices)
+        await upstream.fetch("GET", "/api/x/{org}", path={"org": "a"})
+        await upstream.aclose()
+    assert len(_deprecation_warnings(caplog)) == 1
+
+
+async def test_real_availability_deprecation_is_warned_once_and_never_in_results(
+    platform: Platform, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """RFC 9745 and OSBP spec: a lifecycle announcement is not a failure and never reaches agent output."""
+    caplog.set_level(logging.WARNING, logger="osbp.adapter.upstream")
+    adapter = make_adapter(platform.base_url, tmp_path / "s.sqlite3", FixedClock(NOW))
+    results = [
+        await adapter.find_availability(AvailabilityFindInput(service_id=CLEANING, date=DAY))
+        for _ in range(3)
+    ]
+    await adapter.aclose()
+    assert all(isinstance(result, Success) and result.value for result in results)
+    assert len(_deprecation_warnings(caplog)) == 1
+    for result in results:
+        assert isinstance(result, Success)
+        text = json.dumps([slot.to_wire() for slot in result.value])
+        assert "1781308800" not in text
+        assert "2032" not in text
+        assert "deprecat" not in text.lower()
+
+
+class RecordingTransport(httpx2.AsyncBaseTransport):
+    """The real network transport, recording every request it sends."""
+
+    def __init__(self) -> None:
+        self.requests: list[httpx2.Request] = []
+        self._inner = httpx2.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Record, then send for real."""
+        self.requests.append(request)
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """Close the real transport."""
+        await self._inner.aclose()
+
+
+async def test_every_request_to_the_real_platform_is_pinned_and_identified(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """OSBP spec, Platform Metadata: the pin on every request; never rely on the platform's default."""
+    transport = RecordingTransport()
+    adapter = make_adapter(platform.base_url, tmp_path / "s.sqlite3", FixedClock(NOW), transport=transport)
+    gus = make_adapter(
+        platform.base_url,
+        tmp_path / "g.sqlite3",
+        FixedClock(NOW),
+        organization_id="gus_notary",
+        transport=transport,
+    )
+    inp = create_input()
+    await adapter.describe_service(ServiceDescribeInput(service_id=CLEANING))
+    await adapter.find_availability(AvailabilityFindInput(service_id=CLEANING, date=DAY))
+    await adapter.explain_policy(PolicyExplainInput(service_id=CLEANING))
+    await gus.send_verification(VerificationSendInput(customer=Customer(phone="+12125550142")))
+    created = await adapter.create_booking(approved(inp, token_of(await adapter.create_booking(inp))))
+    assert isinstance(created, Success)
+    await adapter.get_booking(BookingStatusInput(booking_id=created.value.booking_id))
+    await adapter.aclose()
+    await gus.aclose()
+    methods = {(request.method, request.url.path.rsplit("/", 1)[-1]) for request in transport.requests}
+    assert ("POST", "appointments") in methods
+    assert ("POST", "verifications") in methods
+    assert len(transport.requests) >= 12
+    for request in transport.requests:
+        assert request.headers["bookwell-version"] == PLATFORM.api_version
+        assert request.headers["user-agent"] == user_agent()
+        assert request.headers["x-osbp-source"] == "osbp-local-mcp"
