@@ -42,10 +42,11 @@ class SelfTarget:
     scenario_url: str
 
 
-def _platform_server_class() -> Any:
+def _platform_server() -> Any:
+    """A not-yet-started PlatformServer: in-memory database, ephemeral port, testing surface on."""
     try:
-        serving = importlib.import_module("osbp.backend.serving")
-        platform_server = serving.PlatformServer
+        platform_server = importlib.import_module("osbp.backend.serving").PlatformServer
+        backend_settings = importlib.import_module("osbp.backend.settings").BackendSettings
     except (ImportError, AttributeError) as exc:
         raise SelfTargetUnavailable(
             "--self is not yet available: osbp.backend.serving.PlatformServer is missing"
@@ -54,18 +55,18 @@ def _platform_server_class() -> Any:
         raise SelfTargetUnavailable(
             "--self is not yet available: the MCP server (osbp.server.cli) is missing"
         )
-    return platform_server
+    return platform_server(backend_settings(db=":memory:", port=0, enable_testing=True))
 
 
 @contextmanager
 def self_target() -> Iterator[SelfTarget]:
     """Run this project's platform for the duration and describe this project's server against it."""
-    platform_server = _platform_server_class()
+    platform = _platform_server()
     fixtures_path = reference_fixtures_path()
     organization_id = load_fixtures(fixtures_path).organization_id
-    with tempfile.TemporaryDirectory(prefix="osbp-conformance-") as state, platform_server() as platform:
+    with tempfile.TemporaryDirectory(prefix="osbp-conformance-") as state, platform:
         base_url = str(platform.base_url).rstrip("/")
-        # The server's configuration names follow the MCP server issue (`OSBP_*` variables: platform
+        # The server reads `OSBP_*` variables (server/settings.py: platform
         # base URL, organization, state store, audit path); the state lives in a throwaway directory so a
         # battery run never touches the developer's `.osbp/`.
         env = server_env(
