@@ -71,6 +71,7 @@ class MemoryAdapter:
     sent_codes: list[str] = field(default_factory=list)
     bookings: dict[str, Booking] = field(default_factory=dict)
     creates: int = 0
+    calls: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         state = StateStore(self.state_path)
@@ -85,7 +86,8 @@ class MemoryAdapter:
     def _upstream(self, call: str, status: int = 200) -> None:
         record_upstream(UpstreamMeta(call=call, status=status, server="memory/1", request_id=f"req-{call}"))
 
-    def _maybe_raise(self, name: str) -> None:
+    def _enter(self, name: str) -> None:
+        self.calls.append(name)
         if name in self.raise_on:
             raise RuntimeError(f"simulated adapter bug in {name} (secret detail)")
 
@@ -130,7 +132,7 @@ class MemoryAdapter:
 
     async def describe_service(self, inp: ServiceDescribeInput) -> AdapterResult[Service]:
         """service.describe."""
-        self._maybe_raise("service.describe")
+        self._enter("service.describe")
         self._upstream(f"GET /api/services/{inp.service_id or SERVICE}")
         if (inp.service_id or SERVICE) != SERVICE:
             return Failure(problem("service_not_found", "No such service."))
@@ -138,20 +140,20 @@ class MemoryAdapter:
 
     async def find_availability(self, inp: AvailabilityFindInput) -> AdapterResult[list[Slot]]:
         """availability.find."""
-        self._maybe_raise("availability.find")
+        self._enter("availability.find")
         self._upstream("GET /api/availability")
         slots = [self._slot(f"{inp.date}T{hour:02d}:00:00") for hour in range(9, 17)]
         return Success([slot for slot in slots if slot is not None])
 
     async def explain_policy(self, inp: PolicyExplainInput) -> AdapterResult[Policy]:
         """policy.explain."""
-        self._maybe_raise("policy.explain")
+        self._enter("policy.explain")
         self._upstream(f"GET /api/services/{inp.service_id or SERVICE}")
         return Success(self._policy())
 
     async def send_verification(self, inp: VerificationSendInput) -> AdapterResult[VerificationChallenge]:
         """verification.send: 'sends' a fresh code (kept in ``sent_codes`` as the test's outbox)."""
-        self._maybe_raise("verification.send")
+        self._enter("verification.send")
         self._upstream("POST /api/verifications", 201)
         self.sent_codes.append(f"{481516 + len(self.sent_codes)}")
         purpose = inp.purpose or f"booking:{ORG}"
@@ -159,14 +161,14 @@ class MemoryAdapter:
 
     async def verify_code(self, inp: VerificationVerifyInput) -> AdapterResult[VerificationChallenge]:
         """verification.verify: no independent verify primitive here, so an adapter-specific Problem."""
-        self._maybe_raise("verification.verify")
+        self._enter("verification.verify")
         return Failure(
             problem("verification_verify_unsupported", "Pass the code to booking.create instead.")
         )
 
     async def create_booking(self, inp: BookingCreateInput) -> AdapterResult[Receipt]:
         """booking.create: mandate validation, approval gate, verification and idempotency."""
-        self._maybe_raise("booking.create")
+        self._enter("booking.create")
         local = check_requested_wall_clock(inp.date, inp.time)
         if isinstance(local, Problem):
             return Failure(local)
@@ -224,7 +226,7 @@ class MemoryAdapter:
 
     async def get_booking(self, inp: BookingStatusInput) -> AdapterResult[Booking]:
         """booking.status."""
-        self._maybe_raise("booking.status")
+        self._enter("booking.status")
         self._upstream("GET /api/appointments/{id}")
         booking = self.bookings.get(inp.booking_id or "")
         return Success(booking) if booking else Failure(problem(ProblemCode.BOOKING_NOT_FOUND))

@@ -1,0 +1,180 @@
+"""The audit log: redacted records, the hash chain, file modes and appends from several processes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import stat
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from osbp.protocol.canonical import sha256_hex
+from osbp.protocol.models import PlatformIdentity, UpstreamMeta
+from osbp.server.audit import (
+    GENESIS_HASH,
+    SOURCE,
+    AuditDraft,
+    AuditLog,
+    Decision,
+    format_created_at,
+    record_hash,
+)
+from osbp.server.audit_verify import verify_chain
+
+AT = datetime(2026, 5, 5, 20, 0, 0, 123456, tzinfo=UTC)
+
+
+def draft(n: int = 1, **overrides: Any) -> AuditDraft:
+    """A booking.create draft carrying a customer and a challenge with a token."""
+    values: dict[str, Any] = {
+        "id": f"aud_{n:04d}",
+        "tool_name": "booking.create",
+        "created_at": AT,
+        "input": {
+            "mandate": {"id": "mnd_1", "organization_id": "org_1"},
+            "idempotency_key": "idem_1",
+            "customer": {"display_name": "Jane Customer", "phone": "+15555550100"},
+        },
+        "result": {
+            "ok": False,
+            "problem": {
+                "code": "requires_user_confirmation",
+                "message": 'The merchant will see: Jane Customer. approval.token="apv_secret123"',
+                "retryable": True,
+            },
+        },
+        "decision": Decision(ok=False, code="requires_user_confirmation", retryable=True),
+        "mandate_id": "mnd_1",
+        "mandate": {"id": "mnd_1", "organization_id": "org_1"},
+        "platform": PlatformIdentity(vendor="bookwell", api_version="2026-04-01"),
+        "upstream": UpstreamMeta(call="GET /api/organizations/org_1", status=200),
+    }
+    return AuditDraft(**(values | overrides))
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_a_record_carries_the_spec_fields_and_redacted_snapshots(tmp_path):
+    """OSBP spec, Audit: id, mandate_id, tool_name, created_at, source, redacted input/result and hashes."""
+    log = AuditLog(tmp_path / "audit" / "events.jsonl")
+    log.append(draft())
+    log.close()
+    [record] = lines(log.path)
+    assert record["id"] == "aud_0001"
+    assert record["mandate_id"] == "mnd_1"
+    assert record["tool_name"] == "booking.create"
+    assert record["created_at"] == "2026-05-05T20:00:00.123Z"
+    assert record["source"] == SOURCE == "osbp-local-mcp"
+    assert record["platform"] == {"vendor": "bookwell", "api_version": "2026-04-01"}
+    assert record["upstream"] == {"call": "GET /api/organizations/org_1", "status": 200}
+    assert record["input"]["customer"] == {"display_name": "[redacted]", "phone": "[redacted]"}
+    message = record["result"]["problem"]["message"]
+    assert message == 'The merchant will see: [redacted]. approval.token="[redacted]"'
+    assert record["input_hash"] == sha256_hex(record["input"])
+    assert record["result_hash"] == sha256_hex(record["result"])
+    assert record["decision"] == {"ok": False, "code": "requires_user_confirmation", "retryable": True}
+    assert record["mandate"] == {"id": "mnd_1", "organization_id": "org_1"}
+
+
+def test_upstream_and_mandate_id_are_absent_when_not_given(tmp_path):
+    """OSBP spec, Audit: upstream is absent when the tool answered locally."""
+    log = AuditLog(tmp_path / "events.jsonl")
+    log.append(draft(upstream=None, mandate_id=None, mandate=None, platform=None))
+    log.close()
+    [record] = lines(log.path)
+    assert "upstream" not in record
+    assert "mandate_id" not in record
+    assert "mandate" not in record
+    assert "platform" not in record
+
+
+def test_records_form_a_hash_chain_from_the_genesis_hash(tmp_path):
+    """Platform choice (issue 4): each record carries the previous record's hash and its own."""
+    log = AuditLog(tmp_path / "events.jsonl")
+    for n in range(1, 4):
+        log.append(draft(n))
+    log.close()
+    records = lines(log.path)
+    assert records[0]["prev_hash"] == GENESIS_HASH
+    for previous, record in itertools.pairwise(records):
+        assert record["prev_hash"] == previous["hash"]
+    for record in records:
+        assert record["hash"] == record_hash(record)
+    assert verify_chain(log.path).ok
+
+
+def test_a_log_reopened_later_continues_the_same_chain(tmp_path):
+    """Platform choice: the chain continues across server restarts (the last hash is read from the file)."""
+    path = tmp_path / "events.jsonl"
+    first = AuditLog(path)
+    first.append(draft(1))
+    first.close()
+    second = AuditLog(path)
+    second.append(draft(2))
+    second.close()
+    records = lines(path)
+    assert records[1]["prev_hash"] == records[0]["hash"]
+    assert verify_chain(path).lines == 2
+
+
+def test_the_log_file_is_0600_and_a_directory_it_creates_is_0700(tmp_path):
+    """Platform choice (issue 4): the audit trail is private to the operator."""
+    path = tmp_path / "fresh" / "audit" / "events.jsonl"
+    log = AuditLog(path)
+    log.append(draft())
+    log.close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_an_existing_world_readable_log_is_made_private(tmp_path):
+    """Platform choice: a log created by someone else's umask is tightened to 0600 on open."""
+    path = tmp_path / "events.jsonl"
+    path.touch(mode=0o644)
+    os.chmod(path, 0o644)
+    log = AuditLog(path)
+    log.open()
+    log.close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_created_at_is_an_rfc3339_utc_instant_with_milliseconds():
+    """OSBP spec, Time Discipline: audit created_at is an RFC 3339 instant."""
+    assert format_created_at(datetime(2026, 5, 5, 13, 0, tzinfo=UTC)) == "2026-05-05T13:00:00.000Z"
+    with pytest.raises(ValueError, match="timezone-aware"):
+        format_created_at(datetime(2026, 5, 5, 13, 0))  # the naive instant is the point
+
+
+_WRITER = """
+import sys
+from datetime import UTC, datetime
+from osbp.server.audit import AuditDraft, AuditLog, Decision
+log = AuditLog(sys.argv[1])
+for n in range(int(sys.argv[3])):
+    log.append(AuditDraft(id=f"aud_{sys.argv[2]}_{n}", tool_name="service.describe",
+        created_at=datetime.now(UTC), input={}, result={"ok": True, "value": {"id": "svc"}},
+        decision=Decision(ok=True)))
+log.close()
+"""
+
+
+@pytest.mark.integration
+def test_several_processes_appending_keep_one_valid_chain(tmp_path):
+    """Platform choice (issue 4): concurrent server processes share one log and one valid chain."""
+    path = tmp_path / "events.jsonl"
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(w), "40"]) for w in range(4)
+    ]
+    assert [writer.wait(timeout=120) for writer in writers] == [0, 0, 0, 0]
+    report = verify_chain(path)
+    assert report.ok, report.first_break
+    assert report.lines == 160
+    assert len({record["id"] for record in lines(path)}) == 160

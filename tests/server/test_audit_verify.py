@@ -1,0 +1,155 @@
+"""`osbp audit verify`: an intact chain passes; an edited, deleted, inserted or swapped line is named."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from osbp.server.audit import AuditDraft, AuditLog, Decision
+from osbp.server.audit_cli import main
+from osbp.server.audit_verify import verify_chain
+
+
+@pytest.fixture
+def log_path(tmp_path: Path) -> Path:
+    """A clean five-event log."""
+    path = tmp_path / "events.jsonl"
+    log = AuditLog(path)
+    for n in range(1, 6):
+        log.append(
+            AuditDraft(
+                id=f"aud_{n}",
+                tool_name="availability.find",
+                created_at=datetime(2026, 5, 1, 12, n, tzinfo=UTC),
+                input={"date": "2026-05-05"},
+                result={"ok": True, "value": [{"id": f"slot_{n}"}]},
+                decision=Decision(ok=True),
+            )
+        )
+    log.close()
+    return path
+
+
+def rewrite(path: Path, transform) -> None:
+    raw = path.read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join(transform(raw)) + "\n", encoding="utf-8")
+
+
+def test_a_clean_log_verifies_and_the_head_is_reported(log_path, capsys):
+    """Platform choice (issue 4): `osbp audit verify` passes on an untouched log."""
+    assert main(["verify", str(log_path)]) == 0
+    out = capsys.readouterr().out
+    last = json.loads(log_path.read_text().splitlines()[-1])
+    assert out == f"ok: 5 events, chain intact, head {last['hash']}\n"
+
+
+def test_an_edited_line_is_named(log_path, capsys):
+    """Platform choice (issue 4): editing a recorded result breaks that line's own hash."""
+
+    def edit(raw):
+        record = json.loads(raw[2])
+        record["result"]["value"][0]["id"] = "slot_forged"
+        raw[2] = json.dumps(record, separators=(",", ":"))
+        return raw
+
+    rewrite(log_path, edit)
+    assert main(["verify", str(log_path)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("broken: line 3 (event aud_3): the line was edited")
+
+
+def test_an_edit_that_recomputes_the_line_hash_still_breaks_the_next_link(log_path):
+    """Platform choice: rewriting one line consistently still breaks the chain at the following line."""
+    from osbp.protocol.canonical import sha256_hex
+    from osbp.server.audit import record_hash
+
+    def forge(raw):
+        record = json.loads(raw[1])
+        record["result"] = {"ok": False, "problem": {"code": "slot_taken", "message": "x", "retryable": True}}
+        record["result_hash"] = sha256_hex(record["result"])
+        record["hash"] = record_hash(record)
+        raw[1] = json.dumps(record)
+        return raw
+
+    rewrite(log_path, forge)
+    report = verify_chain(log_path)
+    assert report.first_break is not None
+    assert (report.first_break.line, report.first_break.event_id) == (3, "aud_3")
+    assert "link to the previous line is broken" in report.first_break.reason
+
+
+def test_a_deleted_line_is_named(log_path, capsys):
+    """Platform choice (issue 4): deleting a line breaks the link of the line after it."""
+    rewrite(log_path, lambda raw: raw[:1] + raw[2:])
+    assert main(["verify", str(log_path)]) == 1
+    assert capsys.readouterr().out.startswith(
+        "broken: line 2 (event aud_3): the link to the previous line is broken"
+    )
+
+
+def test_a_deleted_first_line_is_named(log_path):
+    """Platform choice: the first line must start from the genesis hash."""
+    rewrite(log_path, lambda raw: raw[1:])
+    report = verify_chain(log_path)
+    assert report.first_break is not None
+    assert report.first_break.line == 1
+    assert "lines before it were deleted" in report.first_break.reason
+
+
+def test_swapped_lines_are_named(log_path, capsys):
+    """Platform choice (issue 4): reordering lines breaks the chain at the first moved line."""
+    rewrite(log_path, lambda raw: [raw[0], raw[2], raw[1], raw[3], raw[4]])
+    assert main(["verify", str(log_path)]) == 1
+    assert capsys.readouterr().out.startswith("broken: line 2 (event aud_3)")
+
+
+def test_an_inserted_line_is_named(log_path):
+    """Platform choice (issue 4): a line copied in from elsewhere breaks the chain where it sits."""
+    rewrite(log_path, lambda raw: [*raw[:3], raw[0], *raw[3:]])
+    report = verify_chain(log_path)
+    assert report.first_break is not None
+    assert (report.first_break.line, report.first_break.event_id) == (4, "aud_1")
+
+
+def test_a_truncated_last_line_is_named(log_path):
+    """Platform choice: a write cut off mid-line is reported, not silently ignored."""
+    data = log_path.read_bytes()
+    log_path.write_bytes(data[:-20])
+    report = verify_chain(log_path)
+    assert report.first_break is not None
+    assert report.first_break.line == 5
+    assert report.lines == 4
+
+
+def test_a_missing_log_is_an_empty_intact_chain(tmp_path, capsys):
+    """Platform choice: a server that never ran has nothing to distrust."""
+    assert main(["verify", str(tmp_path / "none.jsonl")]) == 0
+    assert capsys.readouterr().out.startswith("ok: 0 events")
+
+
+def test_the_path_defaults_to_osbp_audit_log_path(log_path, monkeypatch, capsys):
+    """OSBP spec, Audit: OSBP_AUDIT_LOG_PATH overrides the default log location."""
+    monkeypatch.setenv("OSBP_AUDIT_LOG_PATH", str(log_path))
+    assert main(["verify"]) == 0
+    assert "5 events" in capsys.readouterr().out
+
+
+def test_usage_errors_exit_2(capsys):
+    """Platform choice: a wrong command line is a usage error, not a traceback."""
+    assert main([]) == 2
+    assert main(["rewrite"]) == 2
+
+
+@pytest.mark.integration
+def test_osbp_audit_verify_runs_from_the_command_line(log_path):
+    """Platform choice: the operator's command is `osbp audit verify PATH`."""
+    done = subprocess.run(
+        [sys.executable, "-m", "osbp", "audit", "verify", str(log_path)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ok: 5 events")
