@@ -1,0 +1,256 @@
+"""`osbp bench backend`: availability latency against history size, and concurrent create throughput.
+
+Runs the real platform under uvicorn on 127.0.0.1 with a SQLite file in a temporary folder, drives it
+over HTTP, prints a table and writes `bench-results/backend.json`. Figures are reported, not asserted.
+
+- Availability p50/p99 for one day with 0, 10,000 and 100,000 existing appointments in the organization
+  (history bulk-inserted with direct SQL). The overlap query is an index range scan, so the 100,000 figure
+  should stay within 1.5× the empty one.
+- Create throughput: 8 concurrent clients booking distinct (non-overlapping) slots, then a count of
+  double bookings (overlapping active appointments of one provider) in the database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import insert, text
+
+from osbp.backend.models import Appointment
+from osbp.backend.serving import PlatformServer
+from osbp.backend.settings import BackendSettings
+
+__all__ = ["main"]
+
+ORG = "carolyns_dental"
+SERVICE = "carolyns_dental_cleaning"
+PROVIDERS = ("carolyns_dental_dr_reyes", "carolyns_dental_dr_okafor")
+NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
+PROBE_DAY = date(2026, 6, 2)  # a Tuesday
+CREATE_DAYS = [date(2026, 6, 8) + timedelta(days=offset) for offset in range(0, 40)]
+HISTORY_LEVELS = (0, 10_000, 100_000)
+
+
+def _percentile(samples: list[float], q: int) -> float:
+    return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
+
+
+def _insert_history(server: PlatformServer, start_index: int, count: int) -> None:
+    """Bulk-insert `count` past, non-overlapping appointments (direct SQL, one transaction)."""
+    if count <= 0:
+        return
+    base = int(datetime(2026, 5, 1, 13, 0, tzinfo=UTC).timestamp())
+    rows: list[dict[str, Any]] = []
+    for index in range(start_index, start_index + count):
+        provider = PROVIDERS[index % 2]
+        slot = index // 2  # 8 appointments per provider per day, one hour apart, going back in time
+        starts = base - (slot // 8) * 86400 + (slot % 8) * 3600
+        when = datetime.fromtimestamp(starts, UTC)
+        rows.append(
+            {
+                "id": f"apt_hist_{index:07d}",
+                "organization_id": ORG,
+                "service_id": SERVICE,
+                "location_id": "carolyns_dental_midtown",
+                "provider_id": provider,
+                "customer_id": "cus_history",
+                "customer_display_name": "History",
+                "customer_given_name": None,
+                "customer_family_name": None,
+                "customer_phone": "+12125550100",
+                "customer_email": None,
+                "local_date": when.date().isoformat(),
+                "local_time": when.strftime("%H:%M"),
+                "end_date": when.date().isoformat(),
+                "end_time": (when + timedelta(minutes=45)).strftime("%H:%M"),
+                "time_zone": "America/New_York",
+                "duration_minutes": 45,
+                "price_kind": "fixed",
+                "price_amount": "120.00",
+                "currency": "USD",
+                "starts_utc": starts - 86400 * 2,
+                "ends_utc": starts - 86400 * 2 + 2700,
+                "status": "confirmed" if index % 10 else "cancelled",
+                "exclusive": True,
+                "verified_by": None,
+                "client_metadata": {},
+                "created_utc": starts - 86400 * 30,
+            }
+        )
+    with server.runtime.db.write() as session:
+        session.execute(insert(Appointment), rows)
+    with server.runtime.db.write() as session:
+        session.execute(text("ANALYZE"))
+
+
+def _availability(client: httpx2.Client, requests: int) -> tuple[float, float]:
+    params = {"service_id": SERVICE, "date": PROBE_DAY.isoformat()}
+    path = f"/api/organizations/{ORG}/availability"
+    for _ in range(10):  # warm-up
+        client.get(path, params=params).raise_for_status()
+    samples = []
+    for _ in range(requests):
+        started = time.perf_counter()
+        response = client.get(path, params=params)
+        samples.append((time.perf_counter() - started) * 1000)
+        response.raise_for_status()
+    return _percentile(samples, 50), _percentile(samples, 99)
+
+
+def _distinct_slots(client: httpx2.Client, wanted: int) -> list[dict[str, Any]]:
+    """Non-overlapping slots per provider, from the platform's own availability."""
+    chosen: list[dict[str, Any]] = []
+    for day in CREATE_DAYS:
+        slots = client.get(
+            f"/api/organizations/{ORG}/availability", params={"service_id": SERVICE, "date": day.isoformat()}
+        ).json()["slots"]
+        last_end: dict[str, str] = {}
+        for slot in slots:
+            if slot["time"] >= last_end.get(slot["provider_id"], ""):
+                chosen.append(slot)
+                last_end[slot["provider_id"]] = slot["end_time"]
+        if len(chosen) >= wanted:
+            break
+    return chosen[:wanted]
+
+
+def _throughput(base_url: str, slots: list[dict[str, Any]], clients: int) -> tuple[float, Counter[int]]:
+    statuses: Counter[int] = Counter()
+    lock = threading.Lock()
+    barrier = threading.Barrier(clients + 1)
+    shares = [slots[index::clients] for index in range(clients)]
+
+    def run(share: list[dict[str, Any]], worker: int) -> None:
+        with httpx2.Client(base_url=base_url, timeout=60) as client:
+            barrier.wait()
+            for number, slot in enumerate(share):
+                body = {
+                    "service_id": SERVICE,
+                    "location_id": slot["location_id"],
+                    "provider_id": slot["provider_id"],
+                    "date": slot["date"],
+                    "time": slot["time"],
+                    "customer": {
+                        "display_name": f"Bench {worker}",
+                        "phone": f"+1212555{worker:02d}{number:02d}",
+                    },
+                }
+                response = client.post(
+                    f"/api/organizations/{ORG}/appointments",
+                    json=body,
+                    headers={"Idempotency-Key": f"bench-{worker}-{number}"},
+                )
+                with lock:
+                    statuses[response.status_code] += 1
+
+    threads = [threading.Thread(target=run, args=(share, worker)) for worker, share in enumerate(shares)]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - started, statuses
+
+
+def _double_bookings(server: PlatformServer) -> int:
+    query = text(
+        "SELECT COUNT(*) FROM appointment a JOIN appointment b ON a.provider_id = b.provider_id "
+        "AND a.id < b.id AND a.starts_utc < b.ends_utc AND b.starts_utc < a.ends_utc "
+        "WHERE a.status IN ('pending','confirmed') AND b.status IN ('pending','confirmed') "
+        "AND a.starts_utc >= :since AND b.starts_utc >= :since"
+    )
+    with server.runtime.db.read() as session:
+        return int(session.execute(query, {"since": int(NOW.timestamp())}).scalar_one())
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run the backend benchmark and write bench-results/backend.json."""
+    parser = argparse.ArgumentParser(prog="osbp bench backend", description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=300, help="availability requests per history level")
+    parser.add_argument("--creates", type=int, default=240, help="appointments created by the 8 clients")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent create clients")
+    parser.add_argument("--output", type=Path, default=Path("bench-results/backend.json"))
+    args = parser.parse_args(list(argv))
+    console = Console()
+    results: dict[str, Any] = {
+        "benchmark": "backend",
+        "python": platform.python_version(),
+        "availability": [],
+    }
+    with tempfile.TemporaryDirectory(prefix="osbp-bench-") as folder:
+        settings = BackendSettings(
+            db=str(Path(folder) / "bench.db"),
+            port=0,
+            now=NOW,
+            rate_limit_quota=10_000_000,
+            log_level="WARNING",
+        )
+        with (
+            PlatformServer(settings) as server,
+            httpx2.Client(base_url=server.base_url, timeout=60) as client,
+        ):
+            inserted = 0
+            for level in HISTORY_LEVELS:
+                console.log(f"history {level:,}: inserting and measuring availability")
+                _insert_history(server, inserted, level - inserted)
+                inserted = level
+                p50, p99 = _availability(client, args.requests)
+                results["availability"].append(
+                    {
+                        "existing_appointments": level,
+                        "requests": args.requests,
+                        "p50_ms": round(p50, 3),
+                        "p99_ms": round(p99, 3),
+                    }
+                )
+            console.log(f"{args.clients} clients creating {args.creates} appointments on distinct slots")
+            slots = _distinct_slots(client, args.creates)
+            seconds, statuses = _throughput(server.base_url, slots, args.clients)
+            results["create"] = {
+                "clients": args.clients,
+                "attempted": len(slots),
+                "seconds": round(seconds, 3),
+                "created": statuses[201],
+                "creates_per_second": round(statuses[201] / seconds, 1),
+                "statuses": {str(status): count for status, count in sorted(statuses.items())},
+            }
+            results["double_bookings"] = _double_bookings(server)
+    empty, largest = results["availability"][0], results["availability"][-1]
+    results["availability_p50_ratio_100k_vs_empty"] = round(largest["p50_ms"] / empty["p50_ms"], 3)
+    _report(console, results)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(results, indent=2) + "\n")
+    console.print(f"wrote {args.output}")
+    return 0 if results["double_bookings"] == 0 and results["create"]["created"] == len(slots) else 1
+
+
+def _report(console: Console, results: dict[str, Any]) -> None:
+    table = Table(title="osbp backend benchmark (Bookwell on 127.0.0.1, SQLite WAL)")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for row in results["availability"]:
+        label = f"availability, {row['existing_appointments']:,} existing appointments"
+        table.add_row(label, f"p50 {row['p50_ms']:.2f} ms · p99 {row['p99_ms']:.2f} ms")
+    table.add_row("availability p50, 100k ÷ empty", f"{results['availability_p50_ratio_100k_vs_empty']:.2f}×")
+    create = results["create"]
+    table.add_row(
+        f"creates, {create['clients']} concurrent clients, distinct slots",
+        f"{create['creates_per_second']:.1f} /s ({create['created']} in {create['seconds']:.2f} s)",
+    )
+    table.add_row("double bookings", str(results["double_bookings"]))
+    console.print(table)
