@@ -1,0 +1,91 @@
+"""`osbp demo` (`make demo`): book synthetic appointments end to end and show the guardrail refusing.
+
+Starts the platform on an ephemeral loopback port with a fresh temporary database and its test surface,
+launches one OSBP MCP server subprocess per vertical, plays the agent through the MCP SDK client, stops
+everything it started and leaves only the audit log it prints. Exit status 0 when every expected outcome
+happened, 1 when one did not, 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import anyio
+
+from osbp.demo.narration import make_narrator
+from osbp.demo.scenarios import MANDATE_LIFETIME, VERTICALS
+from osbp.demo.walkthrough import run_demo
+from osbp.protocol.clock import SystemClock
+from osbp.protocol.timeutil import parse_instant
+
+__all__ = ["DEFAULT_AUDIT_LOG", "build_parser", "main"]
+
+#: Where the demo's audit log goes (relative to the working directory; `.osbp/` is git-ignored).
+DEFAULT_AUDIT_LOG = Path(".osbp/demo/audit.jsonl")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `osbp demo` command line."""
+    parser = argparse.ArgumentParser(
+        prog="osbp demo", description=__doc__.splitlines()[0] if __doc__ else None
+    )
+    parser.add_argument(
+        "--vertical",
+        action="append",
+        choices=list(VERTICALS),
+        help="vertical to run (repeatable; default: all four)",
+    )
+    parser.add_argument(
+        "--now",
+        metavar="INSTANT",
+        help="freeze the platform clock at this RFC 3339 instant (deterministic dates and slots)",
+    )
+    parser.add_argument("--json", action="store_true", help="print a machine-readable transcript instead")
+    parser.add_argument(
+        "--audit-log",
+        type=Path,
+        default=DEFAULT_AUDIT_LOG,
+        help=f"audit log path (default {DEFAULT_AUDIT_LOG})",
+    )
+    return parser
+
+
+def _parse_now(value: str | None) -> datetime | str | None:
+    if value is None:
+        return None
+    instant = parse_instant(value)
+    if instant is None:
+        return f"--now must be an RFC 3339 instant with Z or an offset, got {value!r}"
+    # The MCP server checks mandate expiry and approval TTLs on the real clock (it has no fixed-clock
+    # option), so a mandate written at a frozen instant long past would already have expired there.
+    if instant + MANDATE_LIFETIME - timedelta(days=1) < SystemClock().now():
+        return (
+            "--now may be at most 13 days in the past: the MCP server checks mandate expiry on the real clock"
+        )
+    return instant
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run the demo; 0 when every expected outcome happened."""
+    args = build_parser().parse_args(list(argv))
+    now = _parse_now(args.now)
+    if isinstance(now, str):
+        print(f"osbp demo: {now}", file=sys.stderr)
+        return 2
+    verticals = list(dict.fromkeys(args.vertical or VERTICALS))
+    narrator = make_narrator(json_mode=args.json)
+    args.audit_log.parent.mkdir(parents=True, exist_ok=True)
+    args.audit_log.unlink(missing_ok=True)  # the log shows this run's events only
+    result = anyio.run(lambda: run_demo(verticals, now=now, audit_log=args.audit_log, narrator=narrator))
+    if args.json:
+        print(json.dumps(result.transcript, indent=2, sort_keys=True, ensure_ascii=False))
+    elif not result.ok:
+        print(f"\n{len(result.failures)} expected outcome(s) did not happen:", file=sys.stderr)
+        for failure in result.failures:
+            print(f"  - {failure}", file=sys.stderr)
+    return 0 if result.ok else 1

@@ -1,0 +1,135 @@
+"""The agent's side of the wire: one OSBP MCP server subprocess per organization, driven by the SDK client.
+
+:func:`osbp_server` launches ``python -m osbp.server`` as a stdio subprocess with an explicit environment
+(a stdio child inherits only a handful of variables, so the platform URL, organization, state file and
+audit log are passed by name), captures the server's stderr in a file (the operator channel, where the
+adapter's deprecation warning lands) and yields an :class:`OsbpClient`. Every tool result is checked
+against the transport contract on the way in: the text content is the compact JSON of the envelope and
+``structured_content`` is the same value, with ``is_error`` exactly when ``ok`` is false.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from osbp.protocol.tools import mcp_tool_name
+
+__all__ = ["OsbpClient", "ServerConfig", "ToolCall", "TransportViolation", "osbp_server"]
+
+
+class TransportViolation(RuntimeError):
+    """The server broke the envelope-over-MCP contract (a bug in the server, never an expected outcome)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """What one OSBP MCP server process needs: platform, organization, state file and audit log."""
+
+    platform_base_url: str
+    organization_id: str
+    state_path: Path
+    audit_log_path: Path
+
+    def environment(self) -> dict[str, str]:
+        """The ``OSBP_*`` variables the server and its adapter read."""
+        return {
+            "OSBP_PLATFORM_BASE_URL": self.platform_base_url,
+            "OSBP_ORGANIZATION_ID": self.organization_id,
+            "OSBP_STATE_PATH": str(self.state_path),
+            "OSBP_AUDIT_LOG_PATH": str(self.audit_log_path),
+            # The child's stdout is the protocol; keep Python from buffering its stderr log lines.
+            "PYTHONUNBUFFERED": "1",
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call as the agent saw it: dotted tool name, arguments and the OSBP envelope."""
+
+    tool: str
+    arguments: dict[str, Any]
+    envelope: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        """The envelope's ``ok``."""
+        return bool(self.envelope.get("ok"))
+
+    @property
+    def value(self) -> Any:
+        """The success value (``None`` on failure)."""
+        return self.envelope.get("value")
+
+    @property
+    def problem(self) -> dict[str, Any]:
+        """The failure's Problem (empty on success)."""
+        problem: dict[str, Any] = self.envelope.get("problem") or {}
+        return problem
+
+    @property
+    def problem_code(self) -> str | None:
+        """The Problem code, or ``None`` on success."""
+        code = self.problem.get("code")
+        return str(code) if code is not None else None
+
+    @property
+    def audit_event_id(self) -> str | None:
+        """The envelope's ``audit_event_id``."""
+        event_id = self.envelope.get("audit_event_id")
+        return str(event_id) if event_id is not None else None
+
+
+def _envelope(tool: str, result: types.CallToolResult) -> dict[str, Any]:
+    texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+    if len(texts) != 1:
+        raise TransportViolation(f"{tool}: expected one text block, got {len(texts)}")
+    try:
+        from_text = json.loads(texts[0])
+    except json.JSONDecodeError as error:
+        raise TransportViolation(f"{tool}: the text content is not JSON ({error})") from error
+    if not isinstance(from_text, dict) or "ok" not in from_text:
+        raise TransportViolation(f"{tool}: the text content is not an OSBP envelope")
+    if result.structured_content != from_text:
+        raise TransportViolation(f"{tool}: structured_content differs from the text content")
+    if result.is_error != (from_text["ok"] is False):
+        raise TransportViolation(f"{tool}: is_error={result.is_error} but ok={from_text['ok']}")
+    return from_text
+
+
+class OsbpClient:
+    """Calls OSBP tools by their dotted names over one MCP client session."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self._session = session
+
+    async def call(self, tool: str, arguments: Mapping[str, Any]) -> ToolCall:
+        """Call ``tool`` (dotted name) with flat ``arguments`` and return the checked envelope."""
+        plain = json.loads(json.dumps(dict(arguments)))
+        result = await self._session.call_tool(mcp_tool_name(tool), plain)
+        return ToolCall(tool=tool, arguments=plain, envelope=_envelope(tool, result))
+
+    async def tool_names(self) -> list[str]:
+        """The MCP tool names the server lists."""
+        listing = await self._session.list_tools()
+        return [tool.name for tool in listing.tools]
+
+
+@asynccontextmanager
+async def osbp_server(config: ServerConfig, errlog: TextIO) -> AsyncIterator[OsbpClient]:
+    """Launch the OSBP MCP server for one organization as a stdio subprocess; stop it on exit."""
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "osbp.server"], env=config.environment()
+    )
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield OsbpClient(session)

@@ -1,0 +1,140 @@
+"""The platform side of the demo stack: a fresh platform on loopback and a client for its test surface.
+
+:func:`running_platform` starts the real platform (``osbp.backend``) under uvicorn on an ephemeral
+127.0.0.1 port with a fresh temporary SQLite file, the test-only surface on and, when asked, a frozen
+clock; it stops the server and deletes the database on exit. :class:`PlatformControl` speaks the
+platform's ``/_testing`` surface: counters that prove whether a write happened, the outbox that plays the
+customer's phone, arming a runtime failure, and resetting to seed data between recorded traces.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx2
+
+from osbp.backend.serving import PlatformServer
+from osbp.backend.settings import BackendSettings
+
+__all__ = [
+    "ArmableOutcome",
+    "OutboxMessage",
+    "PlatformControl",
+    "PlatformStats",
+    "RunningPlatform",
+    "running_platform",
+]
+
+ArmableOutcome = Literal["slot_taken", "rate_limited", "requires_verification"]
+
+#: Generous enough that a whole recorded gallery never trips the platform's own limiter by accident;
+#: the rate-limited branch is armed explicitly instead.
+DEMO_RATE_LIMIT_QUOTA = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformStats:
+    """Appointment rows and appointment-create requests the platform has seen."""
+
+    appointments: int
+    active_appointments: int
+    create_requests: int
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxMessage:
+    """A message the platform's simulated SMS/email gateway sent (the customer's phone)."""
+
+    organization_id: str
+    channel: str
+    purpose: str
+    code: str
+
+
+class PlatformControl:
+    """A small async client for the platform's ``/_testing`` surface."""
+
+    def __init__(self, base_url: str, *, timeout: float = 10.0) -> None:
+        self._client = httpx2.AsyncClient(base_url=base_url, timeout=timeout)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self._client.aclose()
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = await self._client.request(method, path, **kwargs)
+        response.raise_for_status()
+        return response.json()
+
+    async def stats(self, organization_id: str | None = None) -> PlatformStats:
+        """Counters for one organization, or for the whole platform."""
+        params = {"organization_id": organization_id} if organization_id else None
+        body = await self._json("GET", "/_testing/stats", params=params)
+        return PlatformStats(
+            appointments=int(body["appointments"]),
+            active_appointments=int(body["active_appointments"]),
+            create_requests=int(body["create_requests"]),
+        )
+
+    async def outbox(self, organization_id: str | None = None) -> list[OutboxMessage]:
+        """Messages sent so far, oldest first."""
+        params = {"organization_id": organization_id} if organization_id else None
+        body = await self._json("GET", "/_testing/outbox", params=params)
+        return [
+            OutboxMessage(
+                organization_id=item["organization_id"],
+                channel=item["channel"],
+                purpose=item["purpose"],
+                code=item["code"],
+            )
+            for item in body["messages"]
+        ]
+
+    async def arm(self, organization_id: str, outcome: ArmableOutcome) -> None:
+        """Make the organization's next appointment create fail with ``outcome`` (once, no write)."""
+        await self._json(
+            "POST", "/_testing/arm", json={"organization_id": organization_id, "outcome": outcome}
+        )
+
+    async def reset(self) -> None:
+        """Back to seed data: appointments, outbox, arms, counters, rate-limit windows and the clock."""
+        await self._json("POST", "/_testing/reset")
+
+    async def now(self) -> datetime:
+        """The platform clock's current instant."""
+        body = await self._json("GET", "/_testing/clock")
+        return datetime.fromisoformat(str(body["now"]).replace("Z", "+00:00"))
+
+
+@dataclass(frozen=True, slots=True)
+class RunningPlatform:
+    """A started platform: where it listens and how to steer it."""
+
+    base_url: str
+    control: PlatformControl
+
+
+@asynccontextmanager
+async def running_platform(now: datetime | None = None) -> AsyncIterator[RunningPlatform]:
+    """The real platform on 127.0.0.1:<ephemeral> with a fresh temporary database, stopped on exit."""
+    with tempfile.TemporaryDirectory(prefix="osbp-platform-") as workdir:
+        settings = BackendSettings(
+            db=str(Path(workdir) / "platform.db"),
+            port=0,
+            now=now,
+            enable_testing=True,
+            rate_limit_quota=DEMO_RATE_LIMIT_QUOTA,
+            log_level="WARNING",
+        )
+        async with PlatformServer(settings) as server:
+            control = PlatformControl(server.base_url)
+            try:
+                yield RunningPlatform(base_url=server.base_url, control=control)
+            finally:
+                await control.aclose()
