@@ -52,7 +52,7 @@ def scenario_endpoint(arm_file: Path, organization_id: str = "conformance_co") -
             """Keep the test output quiet."""
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield ScenarioEndpoint(f"http://127.0.0.1:{server.server_address[1]}/_testing/arm", arm_file, seen)

@@ -57,12 +57,7 @@ async def test_correct_toy_server_passes_every_check(fixtures, scenario):
     assert report.ok is True
     assert report.summary.passed == len(CATALOG) == report.summary.total
     assert [request["outcome"] for request in scenario.requests] == ["slot_taken", "rate_limited"]
-
-
-async def test_the_run_finishes_well_inside_the_thirty_second_budget(fixtures, scenario):
-    """Platform choice (issue 6): one process, one session, the whole battery under 30 s."""
-    report = await run_battery(toy_target(scenario.arm_file), fixtures, scenario_url=scenario.url)
-    assert report.duration_seconds < 30
+    assert report.duration_seconds < 30  # issue 6: one process, one session, well inside 30 s
 
 
 @pytest.mark.parametrize("broken", sorted(EXPECTED_FAILURES))
