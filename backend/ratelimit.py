@@ -17,6 +17,7 @@ from dataclasses import dataclass
 __all__ = ["POLICY_NAME", "Decision", "RateLimiter"]
 
 POLICY_NAME = "default"
+_PRUNE_ABOVE = 10_000
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,11 @@ class RateLimiter:
             if allowed:
                 used += 1
             self._windows[key] = (started, used)
+            if len(self._windows) > _PRUNE_ABOVE:
+                # Many distinct clients: forget the ones whose window has ended, so memory stays bounded.
+                self._windows = {
+                    client: span for client, span in self._windows.items() if now - span[0] < self.window
+                }
         reset = max(1, math.ceil(started + self.window - now))
         return Decision(allowed, self.quota, self.window, self.quota - used, reset)
 

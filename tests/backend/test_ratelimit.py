@@ -32,3 +32,15 @@ def test_clear_forgets_all_windows():
     limiter.hit("a")
     limiter.clear()
     assert limiter.hit("a").allowed
+
+
+def test_expired_windows_of_many_clients_are_forgotten():
+    """Platform choice: the limiter's memory stays bounded under many distinct clients."""
+    now = [0.0]
+    limiter = RateLimiter(1, 10, monotonic=lambda: now[0])
+    for index in range(10_001):
+        limiter.hit(f"client-{index}")
+    assert len(limiter._windows) == 10_001  # all still inside their window: nothing to forget
+    now[0] = 20.0
+    assert limiter.hit("late").allowed
+    assert list(limiter._windows) == ["late"]
