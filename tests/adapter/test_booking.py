@@ -1,0 +1,626 @@
+"""booking.create against the real platform: order of checks, the gate, idempotency, verification, mapping."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+from datetime import timedelta
+from pathlib import Path
+
+import anyio
+import pytest
+from sqlalchemy import text
+
+from osbp.adapter import ReferenceAdapter
+from osbp.adapter.bookwell import native_idempotency_key
+from osbp.protocol.clock import FixedClock
+from osbp.protocol.contract import Success
+from osbp.protocol.idempotency import LOCAL_CACHE_REPLAY
+from osbp.protocol.models import (
+    BookingCreateInput,
+    BookingStatusInput,
+    Customer,
+    Money,
+    VerificationSendInput,
+)
+from osbp.protocol.upstream import capture_upstream
+from tests.adapter.conftest import (
+    CLEANING,
+    DAY,
+    JANE,
+    MIDTOWN,
+    OKAFOR,
+    ORG,
+    REYES,
+    Platform,
+    approved,
+    book,
+    create_input,
+    make_adapter,
+    mandate,
+    problem_of,
+    summary_of,
+    token_of,
+    value_of,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def set_price(platform: Platform, service_id: str, amount: str) -> None:
+    """The merchant edits its catalog (the platform has no admin API, so its own database is used)."""
+    with platform.server.runtime.db.write() as session:
+        session.execute(
+            text("UPDATE service SET price_amount = :amount WHERE id = :id"),
+            {"amount": amount, "id": service_id},
+        )
+
+
+# --- The canonical flow -------------------------------------------------------------------------------------
+
+
+async def test_first_call_is_a_challenge_and_creates_nothing(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """OSBP spec, booking.create: a valid call without approval returns requires_user_confirmation first."""
+    with capture_upstream() as capture:
+        failure = problem_of(await adapter.create_booking(create_input()))
+    assert (failure.problem.code, failure.problem.retryable) == ("requires_user_confirmation", True)
+    assert f'approval.token="{token_of(failure)}"' in failure.problem.message
+    assert platform.create_requests() == 0
+    assert all(meta.call.startswith("GET ") for meta in capture.calls)
+
+
+async def test_challenge_summary_shows_the_resolved_booking_in_plain_prose(adapter: ReferenceAdapter) -> None:
+    """OSBP spec, booking.create: service, local time with zone, provider, location, price, fees, name."""
+    failure = problem_of(await adapter.create_booking(create_input()))
+    summary = summary_of(failure.problem.message)
+    for fact in (
+        "Regular cleaning",
+        "2026-05-05 at 10:00",
+        "America/New_York",
+        "Dr. Carolyn Reyes",
+        "Carolyn's Dental Midtown",
+        "$120.00",
+        "No upfront payment or deposit is required to book.",
+        "No-show fee: $50.00",
+        "Jane Customer",
+    ):
+        assert fact in summary
+    assert "approval.token" not in summary
+    assert "payment_requirement" not in summary
+
+
+async def test_approved_create_books_and_returns_a_readable_receipt(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """OSBP spec, booking.create: the approved retry creates the appointment and returns a Receipt."""
+    inp = create_input()
+    token = token_of(await adapter.create_booking(inp))
+    with capture_upstream() as capture:
+        receipt = value_of(await adapter.create_booking(approved(inp, token)))
+    assert receipt.id == "receipt_idem-test-001"
+    assert receipt.booking_id.startswith("apt_")
+    assert receipt.text == (
+        f"Booked Regular cleaning on 2026-05-05 at 10:00 America/New_York with Dr. Carolyn Reyes. "
+        f"Booking id: {receipt.booking_id}."
+    )
+    assert platform.create_requests() == 1
+    assert platform.active_appointments(ORG) == 1
+    calls = [meta.call for meta in capture.calls]
+    assert len(calls) == 4, calls
+    assert len(set(calls)) == 4, "nothing is fetched twice within one call"
+    assert calls[-1] == f"POST /api/organizations/{ORG}/appointments"
+    assert capture.last is not None
+    assert capture.last.status == 201
+
+
+async def test_create_passes_mandate_id_customer_and_derived_idempotency_key(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """Issue 3: native Idempotency-Key derived from the OSBP key; the mandate id in the metadata."""
+    receipt = value_of(await book(adapter, create_input()))
+    native = platform.appointment(ORG, receipt.booking_id)
+    assert native["metadata"] == {"mandate_id": "mnd_test_001", "osbp_receipt_id": "receipt_idem-test-001"}
+    assert native["customer"]["display_name"] == "Jane Customer"
+    assert (native["customer"]["given_name"], native["customer"]["family_name"]) == ("Jane", "Customer")
+    assert native["customer"]["phone"] == "+12125550199"
+    # The platform replays its stored 201 for the same native key: proof of which key the adapter sent.
+    body = {
+        "service_id": CLEANING,
+        "location_id": MIDTOWN,
+        "provider_id": REYES,
+        "date": DAY,
+        "time": "10:00",
+        "customer": {
+            "display_name": "Jane Customer",
+            "given_name": "Jane",
+            "family_name": "Customer",
+            "phone": "+12125550199",
+        },
+        "metadata": {"mandate_id": "mnd_test_001", "osbp_receipt_id": "receipt_idem-test-001"},
+    }
+    replay = platform.client.post(
+        f"/api/organizations/{ORG}/appointments",
+        json=body,
+        headers={"Idempotency-Key": native_idempotency_key(ORG, "idem-test-001")},
+    )
+    assert replay.headers.get("idempotent-replayed") == "true"
+    assert replay.json()["id"] == receipt.booking_id
+
+
+async def test_booking_status_after_create_reports_booked(adapter: ReferenceAdapter) -> None:
+    """OSBP spec, Canonical Flow: preflight → approved create → booking.status."""
+    receipt = value_of(await book(adapter, create_input()))
+    booking = value_of(await adapter.get_booking(BookingStatusInput(booking_id=receipt.booking_id)))
+    assert booking.to_wire() == {
+        "id": receipt.booking_id,
+        "status": "booked",
+        "organization_id": ORG,
+        "service_id": CLEANING,
+        "schedule_id": MIDTOWN,
+        "provider_id": REYES,
+        "starts_at": "2026-05-05T14:00:00Z",
+        "ends_at": "2026-05-05T14:45:00Z",
+        "starts_at_local": "2026-05-05T10:00:00",
+        "ends_at_local": "2026-05-05T10:45:00",
+        "schedule_timezone": "America/New_York",
+    }
+
+
+# --- Idempotency --------------------------------------------------------------------------------------------
+
+
+async def test_replay_returns_the_stored_receipt_without_any_platform_request(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """OSBP spec, booking.create: same key and payload → same receipt without contacting the platform."""
+    inp = create_input()
+    token = token_of(await adapter.create_booking(inp))
+    first = await adapter.create_booking(approved(inp, token))
+    with capture_upstream() as capture:
+        again = await adapter.create_booking(approved(inp, token))
+        bare = await adapter.create_booking(inp)
+    assert isinstance(first, Success)
+    assert isinstance(again, Success)
+    assert isinstance(bare, Success)
+    assert again.value == first.value == bare.value
+    assert again.runtime == LOCAL_CACHE_REPLAY
+    assert again.runtime is not None
+    assert again.runtime.idempotency == "local_cache_replay"
+    assert capture.calls == []
+    assert platform.create_requests() == 1
+
+
+async def test_replay_survives_a_new_adapter_on_the_same_state_file(
+    platform: Platform, state_path: Path, clock: FixedClock
+) -> None:
+    """Issue 3: the idempotency store is durable across an adapter restart."""
+    inp = create_input()
+    first = make_adapter(platform.base_url, state_path, clock)
+    receipt = value_of(await book(first, inp))
+    await first.aclose()
+    second = make_adapter(platform.base_url, state_path, clock)
+    replay = await second.create_booking(inp)
+    await second.aclose()
+    assert isinstance(replay, Success)
+    assert (replay.value, replay.runtime) == (receipt, LOCAL_CACHE_REPLAY)
+    assert platform.create_requests() == 1
+
+
+async def test_same_key_with_another_payload_is_an_idempotency_conflict(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """OSBP spec, booking.create: the same key with a different payload fails with idempotency_conflict."""
+    value_of(await book(adapter, create_input()))
+    with capture_upstream() as capture:
+        failure = problem_of(await adapter.create_booking(create_input(time="11:00")))
+    assert (failure.problem.code, failure.problem.retryable) == ("idempotency_conflict", False)
+    assert capture.calls == []
+    assert platform.create_requests() == 1
+
+
+async def test_concurrent_duplicates_make_exactly_one_platform_create(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """Issue 3: concurrent duplicates of one key → exactly one platform create."""
+    inp = create_input()
+    token = token_of(await adapter.create_booking(inp))
+    results: list[object] = []
+
+    async def attempt() -> None:
+        results.append(await adapter.create_booking(approved(inp, token)))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(5):
+            group.start_soon(attempt)
+    receipts = [result.value for result in results if isinstance(result, Success)]
+    assert len(receipts) == 5
+    assert len({receipt.booking_id for receipt in receipts}) == 1
+    assert sum(1 for result in results if isinstance(result, Success) and result.runtime is None) == 1
+    assert platform.create_requests() == 1
+    assert platform.active_appointments(ORG) == 1
+
+
+async def test_platform_idempotency_mismatch_is_idempotency_conflict_not_slot_taken(
+    platform: Platform, tmp_path: Path, clock: FixedClock
+) -> None:
+    """Issue 3: the platform's own idempotency mismatch → idempotency_conflict (never slot_taken)."""
+    first = make_adapter(platform.base_url, tmp_path / "a.sqlite3", clock)
+    value_of(await book(first, create_input()))
+    await first.aclose()
+    # A cleared local store: only the platform still remembers the key, now with another body.
+    second = make_adapter(platform.base_url, tmp_path / "b.sqlite3", clock)
+    failure = problem_of(await book(second, create_input(time="11:00")))
+    await second.aclose()
+    assert (failure.problem.code, failure.problem.retryable) == ("idempotency_conflict", False)
+    assert platform.active_appointments(ORG) == 1
+
+
+async def test_a_failed_attempt_releases_the_key_for_its_retry(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """OSBP spec, booking.create: the agent retries the same attempt with the same key after a refusal."""
+    inp = create_input()
+    token = token_of(await adapter.create_booking(inp))
+    platform.arm(ORG, "rate_limited")
+    limited = problem_of(await adapter.create_booking(approved(inp, token)))
+    assert (limited.problem.code, limited.problem.retryable) == ("rate_limited", True)
+    receipt = value_of(await adapter.create_booking(approved(inp, token)))
+    assert receipt.booking_id.startswith("apt_")
+    assert platform.create_requests() == 2
+    assert platform.active_appointments(ORG) == 1
+
+
+# --- Mandate before the gate, scope before availability -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "code"),
+    [
+        ({"mandate": mandate(id=None)}, "invalid_mandate"),
+        ({"mandate": mandate(expires_at="2026-05-05T23:59:59")}, "invalid_mandate"),
+        ({"mandate": mandate(earliest_start="2026-05-05T08:00:00Z")}, "invalid_mandate"),
+        ({"mandate": mandate(expires_at="2026-05-04T07:59:59-04:00")}, "mandate_expired"),
+        ({"mandate": mandate(allowed_actions=["booking.status"])}, "action_not_allowed"),
+        ({"mandate": mandate(organization_id="gus_notary")}, "organization_not_allowed"),
+        ({"mandate": mandate(service_ids=["carolyns_dental_checkup"])}, "service_not_allowed"),
+        ({"mandate": mandate(schedule_ids=[])}, "schedule_not_allowed"),
+        ({"mandate": mandate(provider_ids=[OKAFOR])}, "provider_not_allowed"),
+        ({"mandate": mandate(provider_ids=[REYES]), "provider_id": ""}, "provider_unknown"),
+        ({"mandate": mandate(earliest_start="2026-05-05T10:30:00")}, "slot_too_early"),
+        ({"mandate": mandate(latest_end="2026-05-05T10:44:00")}, "slot_too_late"),
+        ({"mandate": mandate(max_price=Money(amount_minor=11999, currency="USD"))}, "price_exceeds_mandate"),
+        ({"mandate": mandate(max_price=Money(amount_minor=20000, currency="EUR"))}, "currency_mismatch"),
+        ({"service_id": "carolyns_dental_filling"}, "requires_user_confirmation"),
+        (
+            {
+                "service_id": "carolyns_dental_new_patient_exam",
+                "mandate": mandate(max_price=Money(amount_minor=100000, currency="USD")),
+            },
+            "requires_consultation_handoff",
+        ),
+        (
+            {
+                "service_id": "carolyns_dental_crown",
+                "mandate": mandate(max_price=Money(amount_minor=200000, currency="USD")),
+            },
+            "requires_payment_handoff",
+        ),
+        ({"service_id": "carolyns_dental_treatment_plan"}, "requires_user_confirmation"),
+        ({"date": "2026-05-05", "time": "10:00+02:00"}, "invalid_mandate"),
+    ],
+)
+async def test_mandate_problems_come_back_on_the_first_call_before_any_challenge(
+    platform: Platform, adapter: ReferenceAdapter, overrides: dict[str, object], code: str
+) -> None:
+    """OSBP spec, Mandate Enforcement: every rule runs before the approval gate and before any create."""
+    failure = problem_of(await adapter.create_booking(create_input(**overrides)))
+    assert failure.problem.code == code
+    assert "approval.token" not in failure.problem.message
+    assert failure.problem.retryable is False
+    assert platform.create_requests() == 0
+
+
+async def test_price_at_the_cap_passes_to_the_challenge(adapter: ReferenceAdapter) -> None:
+    """OSBP spec, Mandate Enforcement: the amount "at or below" max_price passes (boundary inclusive)."""
+    inp = create_input(mandate=mandate(max_price=Money(amount_minor=12000, currency="USD")))
+    assert problem_of(await adapter.create_booking(inp)).problem.code == "requires_user_confirmation"
+
+
+async def test_provider_outside_the_mandate_wins_over_a_taken_slot(adapter: ReferenceAdapter) -> None:
+    """Issue 3: scope wins over availability (provider_not_allowed, not slot_taken)."""
+    value_of(await book(adapter, create_input()))
+    inp = create_input(idempotency_key="idem-other", mandate=mandate(provider_ids=[OKAFOR]))
+    assert problem_of(await adapter.create_booking(inp)).problem.code == "provider_not_allowed"
+
+
+async def test_unknown_provider_outside_the_mandate_is_provider_not_allowed(
+    adapter: ReferenceAdapter,
+) -> None:
+    """Issue 3: scope wins even over ids the platform does not know."""
+    inp = create_input(provider_id="nobody", mandate=mandate(provider_ids=[REYES]))
+    assert problem_of(await adapter.create_booking(inp)).problem.code == "provider_not_allowed"
+
+
+async def test_unknown_service_outside_the_mandate_is_service_not_allowed(adapter: ReferenceAdapter) -> None:
+    """Issue 3: mandate scope answers before the platform's "not found"."""
+    inp = create_input(service_id="no_such_service", mandate=mandate(service_ids=[CLEANING]))
+    assert problem_of(await adapter.create_booking(inp)).problem.code == "service_not_allowed"
+
+
+async def test_unknown_ids_inside_the_mandate_are_named(adapter: ReferenceAdapter) -> None:
+    """Issue 3 status mapping: ids the platform does not know map to adapter-specific not-found codes."""
+    service = problem_of(await adapter.create_booking(create_input(service_id="no_such_service")))
+    schedule = problem_of(await adapter.create_booking(create_input(schedule_id="no_such_location")))
+    provider = problem_of(await adapter.create_booking(create_input(provider_id="no_such_provider")))
+    assert (service.problem.code, schedule.problem.code, provider.problem.code) == (
+        "service_not_found",
+        "schedule_not_found",
+        "provider_not_found",
+    )
+
+
+async def test_empty_provider_without_provider_scope_is_still_provider_unknown(
+    adapter: ReferenceAdapter,
+) -> None:
+    """Issue 3: an empty provider_id never reaches the platform (provider_unknown)."""
+    assert (
+        problem_of(await adapter.create_booking(create_input(provider_id=""))).problem.code
+        == "provider_unknown"
+    )
+
+
+async def test_a_time_no_longer_offered_is_slot_taken_on_preflight(adapter: ReferenceAdapter) -> None:
+    """Issue 3 step 4: the slot is still bookable, else slot_taken (retryable), before any challenge."""
+    value_of(await book(adapter, create_input()))
+    failure = problem_of(await adapter.create_booking(create_input(idempotency_key="idem-late")))
+    assert (failure.problem.code, failure.problem.retryable) == ("slot_taken", True)
+
+
+async def test_off_grid_or_closed_times_are_slot_taken(adapter: ReferenceAdapter) -> None:
+    """Platform choice: a time the platform does not offer is never sent to its create endpoint."""
+    off_grid = problem_of(await adapter.create_booking(create_input(time="10:05")))
+    closed = problem_of(
+        await adapter.create_booking(
+            create_input(date="2026-05-03", mandate=mandate(earliest_start="2026-05-03T08:00:00"))
+        )
+    )
+    assert (off_grid.problem.code, closed.problem.code) == ("slot_taken", "slot_taken")
+
+
+async def test_a_customer_without_name_or_contact_is_refused_before_the_gate(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """OSBP spec, Customer: the platform needs a name and a contact; fail before asking for approval."""
+    no_contact = problem_of(
+        await adapter.create_booking(create_input(customer=Customer(display_name="Jane")))
+    )
+    no_name = problem_of(await adapter.create_booking(create_input(customer=Customer(phone="+12125550199"))))
+    no_customer = problem_of(
+        await adapter.create_booking(create_input().model_copy(update={"customer": None}))
+    )
+    assert {no_contact.problem.code, no_name.problem.code, no_customer.problem.code} == {"invalid_customer"}
+    assert platform.create_requests() == 0
+
+
+async def test_a_malformed_phone_is_the_platforms_to_reject(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """OSBP spec, Customer: contacts pass through; the platform enforces its formats (invalid_customer)."""
+    failure = problem_of(
+        await book(adapter, create_input(customer=Customer(display_name="Jane", phone="555-0100")))
+    )
+    assert failure.problem.code == "invalid_customer"
+    assert "555-0100" not in failure.problem.message
+    assert platform.create_requests() == 1
+
+
+async def test_given_and_family_name_become_the_merchant_visible_name(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """OSBP spec, booking.create: the summary shows the merchant-visible name that is sent."""
+    customer = Customer(given_name="Alex", family_name="Smith", email="alex@example.com")
+    inp = create_input(customer=customer)
+    challenge = problem_of(await adapter.create_booking(inp))
+    assert "The merchant will see the customer name: Alex Smith." in challenge.problem.message
+    receipt = value_of(await adapter.create_booking(approved(inp, token_of(challenge))))
+    assert platform.appointment(ORG, receipt.booking_id)["customer"]["display_name"] == "Alex Smith"
+
+
+# --- The gate -----------------------------------------------------------------------------------------------
+
+
+async def test_a_token_never_authorizes_another_payload_or_key(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """OSBP spec, booking.create: a leaked token cannot authorize a different booking or idempotency key."""
+    token = token_of(await adapter.create_booking(create_input()))
+    other_time = problem_of(
+        await adapter.create_booking(approved(create_input(idempotency_key="k2", time="11:00"), token))
+    )
+    other_key = problem_of(await adapter.create_booking(approved(create_input(idempotency_key="k3"), token)))
+    assert token_of(other_time) != token
+    assert token_of(other_key) != token
+    assert platform.create_requests() == 0
+
+
+async def test_an_expired_token_is_re_challenged(
+    platform: Platform, adapter: ReferenceAdapter, clock: FixedClock
+) -> None:
+    """OSBP spec, booking.create: a token expires after a short TTL (ten minutes)."""
+    inp = create_input()
+    token = token_of(await adapter.create_booking(inp))
+    clock.advance(timedelta(minutes=10, seconds=1))
+    failure = problem_of(await adapter.create_booking(approved(inp, token)))
+    assert token_of(failure) != token
+    assert "expired" in failure.problem.message
+    assert platform.create_requests() == 0
+
+
+async def test_a_resolved_price_change_re_challenges_with_a_fresh_summary(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """OSBP spec, booking.create: if resolved facts such as the price change, re-challenge the user."""
+    inp = create_input()
+    first = problem_of(await adapter.create_booking(inp))
+    old_token = token_of(first)
+    assert "$120.00" in first.problem.message
+    set_price(platform, CLEANING, "130.00")
+    again = problem_of(await adapter.create_booking(approved(inp, old_token)))
+    assert again.problem.code == "requires_user_confirmation"
+    assert "changed" in again.problem.message
+    assert "$130.00" in summary_of(again.problem.message)
+    new_token = token_of(again)
+    assert new_token != old_token
+    assert platform.create_requests() == 0
+    receipt = value_of(await adapter.create_booking(approved(inp, new_token)))
+    assert platform.appointment(ORG, receipt.booking_id)["price"]["amount"] == "130.00"
+
+
+async def test_a_price_raised_above_the_cap_after_preflight_is_refused(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """OSBP spec, Mandate Enforcement: the mandate is re-validated on the approved retry."""
+    inp = create_input()
+    token = token_of(await adapter.create_booking(inp))
+    set_price(platform, CLEANING, "150.01")
+    failure = problem_of(await adapter.create_booking(approved(inp, token)))
+    assert failure.problem.code == "price_exceeds_mandate"
+    assert platform.create_requests() == 0
+
+
+async def test_token_is_spent_after_success(adapter: ReferenceAdapter, state_path: Path) -> None:
+    """OSBP spec, booking.create: once created the token is spent; replays are idempotency's job."""
+    inp = create_input()
+    token = token_of(await adapter.create_booking(inp))
+    value_of(await adapter.create_booking(approved(inp, token)))
+    with sqlite3.connect(state_path) as db:
+        spent = db.execute("SELECT spent_at FROM approvals WHERE token = ?", (token,)).fetchone()
+    assert spent is not None
+    assert spent[0] is not None
+
+
+# --- Armed platform outcomes and verification ---------------------------------------------------------------
+
+
+async def test_armed_slot_taken_on_the_approved_create_is_slot_taken(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """Issue 3: platform slot conflict → slot_taken (retryable)."""
+    inp = create_input()
+    token = token_of(await adapter.create_booking(inp))
+    platform.arm(ORG, "slot_taken")
+    failure = problem_of(await adapter.create_booking(approved(inp, token)))
+    assert (failure.problem.code, failure.problem.retryable) == ("slot_taken", True)
+    assert platform.active_appointments(ORG) == 0
+
+
+async def test_armed_requires_verification_is_requires_verification(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """Issue 3: platform 428 → requires_verification (retryable)."""
+    inp = create_input()
+    token = token_of(await adapter.create_booking(inp))
+    platform.arm(ORG, "requires_verification")
+    failure = problem_of(await adapter.create_booking(approved(inp, token)))
+    assert (failure.problem.code, failure.problem.retryable) == ("requires_verification", True)
+    assert "verification.send" in failure.problem.message
+
+
+GUS = "gus_notary"
+REMOTE = "gus_notary_remote_signing"
+
+
+def remote_signing(**overrides: object) -> BookingCreateInput:
+    """A booking.create for Gus' Notary remote signing (sms verification) at 10:00 on DAY."""
+    values: dict[str, object] = {
+        "mandate": mandate(organization_id=GUS),
+        "service_id": REMOTE,
+        "schedule_id": "gus_notary_online",
+        "provider_id": "gus_notary_gus",
+        "customer": Customer(display_name="Pat Signer", phone="+12125550142"),
+    } | overrides
+    return create_input(**values)
+
+
+async def test_verification_send_then_code_then_create(
+    platform: Platform, tmp_path: Path, clock: FixedClock
+) -> None:
+    """OSBP spec, Canonical Flow: requires_verification → verification.send → code out of band → create."""
+    adapter = make_adapter(platform.base_url, tmp_path / "s.sqlite3", clock, organization_id=GUS)
+    inp = remote_signing()
+    token = token_of(await adapter.create_booking(inp))
+    needs = problem_of(await adapter.create_booking(approved(inp, token)))
+    assert (needs.problem.code, needs.problem.retryable) == ("requires_verification", True)
+    assert "by sms" in needs.problem.message
+    sent = value_of(
+        await adapter.send_verification(
+            VerificationSendInput(customer=Customer(phone="+12125550142"), purpose=f"booking:{GUS}")
+        )
+    )
+    assert (sent.sent, sent.method) == (True, "sms")
+    code = platform.latest_code(GUS)
+    with_code = approved(inp, token).model_copy(update={"verification_code": code})
+    receipt = value_of(await adapter.create_booking(with_code))
+    await adapter.aclose()
+    native = platform.appointment(GUS, receipt.booking_id)
+    assert native["verified_by"] == "sms"
+    assert receipt.text.startswith(
+        "Booked Remote signing session on 2026-05-05 at 10:00 America/New_York with Gus Alvarez."
+    )
+
+
+async def test_a_wrong_code_is_verification_failed(
+    platform: Platform, tmp_path: Path, clock: FixedClock
+) -> None:
+    """Issue 3: wrong/expired code → verification_failed."""
+    adapter = make_adapter(platform.base_url, tmp_path / "s.sqlite3", clock, organization_id=GUS)
+    inp = remote_signing()
+    token = token_of(await adapter.create_booking(inp))
+    value_of(await adapter.send_verification(VerificationSendInput(customer=Customer(phone="+12125550142"))))
+    wrong = "000000" if platform.latest_code(GUS) != "000000" else "111111"
+    with_code = approved(inp, token).model_copy(update={"verification_code": wrong})
+    failure = problem_of(await adapter.create_booking(with_code))
+    await adapter.aclose()
+    assert failure.problem.code == "verification_failed"
+    assert wrong not in failure.problem.message
+    assert platform.active_appointments(GUS) == 0
+
+
+async def test_verification_code_is_transient_and_not_a_new_attempt(
+    platform: Platform, tmp_path: Path, clock: FixedClock
+) -> None:
+    """OSBP spec, booking.create: verification_code is excluded from the payload hash (same attempt)."""
+    adapter = make_adapter(platform.base_url, tmp_path / "s.sqlite3", clock, organization_id="conformance_co")
+    inp = create_input(
+        mandate=mandate(organization_id="conformance_co"),
+        service_id="conformance_verification",
+        schedule_id="conformance_main",
+        provider_id="conformance_provider_ada",
+    )
+    token = token_of(await adapter.create_booking(inp))
+    assert (
+        problem_of(await adapter.create_booking(approved(inp, token))).problem.code == "requires_verification"
+    )
+    value_of(await adapter.send_verification(VerificationSendInput(customer=JANE)))
+    receipt = value_of(
+        await adapter.create_booking(approved(inp, token).model_copy(update={"verification_code": "123456"}))
+    )
+    replay = await adapter.create_booking(inp)
+    await adapter.aclose()
+    assert isinstance(replay, Success)
+    assert (replay.value, replay.runtime) == (receipt, LOCAL_CACHE_REPLAY)
+
+
+async def test_platform_down_on_create_is_retryable_upstream_unavailable(
+    platform: Platform, tmp_path: Path, clock: FixedClock
+) -> None:
+    """Issue 3: 5xx, timeouts and refused connections → a retryable adapter-specific Problem."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    adapter = make_adapter(f"http://127.0.0.1:{port}", tmp_path / "s.sqlite3", clock)
+    failure = problem_of(await adapter.create_booking(create_input()))
+    await adapter.aclose()
+    assert (failure.problem.code, failure.problem.retryable) == ("upstream_unavailable", True)
