@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
@@ -176,6 +177,13 @@ class ToolDispatcher:
         except ValidationError as error:
             logger.info("tool arguments rejected", extra={"tool": name, "errors": error.error_count()})
             return _rejected(_validation_message(mcp_name, error))
+        # Shielded: once a call has started, a client disconnect or cancel must not cut it off between the
+        # platform's answer and the audit record (a booking created but never audited).
+        with anyio.CancelScope(shield=True):
+            result = await self._execute(name, inp)
+        return result
+
+    async def _execute(self, name: ToolName, inp: ToolInput) -> CallToolResult:
         with capture_upstream() as capture:
             outcome = await self._run(name, inp)
         event_id = self._new_event_id()

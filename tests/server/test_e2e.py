@@ -1,0 +1,369 @@
+"""End to end: `python -m osbp.server` as a real stdio subprocess against the real platform on loopback.
+
+The platform runs under uvicorn on an ephemeral 127.0.0.1 port with its clock frozen at 2030-05-01 (so
+2030-05-02 is bookable); the server gets its whole configuration through an explicit environment and
+reaches the platform only through the reference adapter, over HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import CallToolResult
+
+from osbp.backend.serving import PlatformServer
+from osbp.backend.settings import BackendSettings
+from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
+from osbp.server.audit_cli import main as audit_main
+from tests.server.conftest import read_events
+
+pytestmark = pytest.mark.integration
+
+ORG = "gus_notary"
+DAY = "2030-05-02"
+NOTARIZATION = "gus_notary_notarization"
+REMOTE_SIGNING = "gus_notary_remote_signing"
+ONLINE = "gus_notary_online"
+GUS = "gus_notary_gus"
+# Planted through real calls; none of them may ever reach the audit log.
+PHONE = "+12125550173"
+EMAIL = "zelda.sentinel@example.org"
+GIVEN, FAMILY = "Zelda", "Quokkaworth"
+
+
+@pytest.fixture(scope="module")
+def platform() -> Iterator[PlatformServer]:
+    """The real platform on loopback with its test surface and a frozen clock."""
+    settings = BackendSettings(
+        db=":memory:", port=0, now=datetime(2030, 5, 1, 12, 0, tzinfo=UTC), enable_testing=True
+    )
+    with PlatformServer(settings) as server:
+        yield server
+
+
+@pytest.fixture
+def testing(platform: PlatformServer) -> Iterator[httpx2.Client]:
+    """The platform's test-only control surface, reset to the seeds."""
+    with httpx2.Client(base_url=platform.base_url, trust_env=False) as client:
+        assert client.post("/_testing/reset").status_code == 200
+        yield client
+
+
+@dataclass
+class Session:
+    """One connected stdio server: the client, its files, and every result it returned."""
+
+    client: Client
+    audit_path: Path
+    stderr_path: Path
+    results: list[CallToolResult] = field(default_factory=list)
+    stray: list[Exception] = field(default_factory=list)
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Call a tool; check text JSON == structured content and is_error == not ok; return the envelope."""
+        result = await self.client.call_tool(tool, arguments)
+        self.results.append(result)
+        [content] = result.content
+        envelope = result.structured_content
+        assert isinstance(envelope, dict)
+        assert json.loads(content.text) == envelope  # type: ignore[union-attr]
+        assert result.is_error is (envelope["ok"] is not True)
+        return envelope
+
+
+def server_env(base_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The server's whole configuration, passed explicitly."""
+    return {
+        "OSBP_PLATFORM_BASE_URL": base_url,
+        "OSBP_ORGANIZATION_ID": ORG,
+        "OSBP_STATE_PATH": str(tmp_path / "state" / "osbp.sqlite3"),
+        "OSBP_AUDIT_LOG_PATH": str(tmp_path / "audit" / "events.jsonl"),
+        "OSBP_LOG_LEVEL": "INFO",
+    } | extra
+
+
+@asynccontextmanager
+async def stdio_session(base_url: str, tmp_path: Path) -> AsyncIterator[Session]:
+    """Spawn `python -m osbp.server` over stdio, connected with the SDK's client."""
+    stderr_path = tmp_path / "server.stderr"
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "osbp.server"], env=server_env(base_url, tmp_path), cwd=tmp_path
+    )
+    stray: list[Exception] = []
+
+    async def on_message(message: Any) -> None:
+        # The stdio transport hands every stdout line that is not a JSON-RPC message over as an Exception.
+        if isinstance(message, Exception):
+            stray.append(message)
+
+    with stderr_path.open("w", encoding="utf-8") as errlog:
+        # Client(params) would spawn with the default stderr; this is the same transport with our errlog.
+        transport = stdio_client(params, errlog=errlog)
+        async with Client(transport, message_handler=on_message) as client:
+            yield Session(client, tmp_path / "audit" / "events.jsonl", stderr_path, stray=stray)
+
+
+def token_of(envelope: dict[str, Any]) -> str:
+    """The approval token of a final-confirmation challenge."""
+    assert envelope["problem"]["code"] == "requires_user_confirmation", envelope
+    match = APPROVAL_TOKEN_PATTERN.search(envelope["problem"]["message"])
+    assert match is not None
+    return match.group(1)
+
+
+def mandate(**overrides: Any) -> dict[str, Any]:
+    """A mandate for Gus' Notary on DAY, up to $50."""
+    return {
+        "id": "mnd_e2e_001",
+        "expires_at": "2030-05-31T23:59:59-04:00",
+        "allowed_actions": ["booking.create"],
+        "organization_id": ORG,
+        "earliest_start": f"{DAY}T08:00:00",
+        "latest_end": f"{DAY}T20:00:00",
+        "max_price": {"amount_minor": 5000, "currency": "USD"},
+    } | overrides
+
+
+def create_args(slot: dict[str, Any], key: str, **overrides: Any) -> dict[str, Any]:
+    """booking.create arguments for ``slot`` with the sentinel customer."""
+    date, time = slot["starts_at_local"].split("T")
+    return {
+        "mandate": mandate(),
+        "idempotency_key": key,
+        "service_id": slot["service_id"],
+        "schedule_id": slot["schedule_id"],
+        "provider_id": slot["provider_id"],
+        "date": date,
+        "time": time[:5],
+        "customer": {
+            "display_name": f"{GIVEN} {FAMILY}",
+            "given_name": GIVEN,
+            "family_name": FAMILY,
+            "phone": PHONE,
+            "email": EMAIL,
+        },
+    } | overrides
+
+
+def stats(testing: httpx2.Client) -> dict[str, Any]:
+    """The platform's counters for the organization."""
+    body: dict[str, Any] = testing.get("/_testing/stats", params={"organization_id": ORG}).json()
+    return body
+
+
+@pytest.mark.anyio
+async def test_the_canonical_flow_runs_over_stdio_and_leaves_a_clean_redacted_audit_trail(
+    platform: PlatformServer, testing: httpx2.Client, tmp_path: Path
+):
+    """OSBP spec, Canonical Flow and Audit: the whole flow over a real stdio server, audited and redacted."""
+    async with stdio_session(platform.base_url, tmp_path) as s:
+        listed = (await s.client.list_tools()).tools
+        assert len(listed) == 8
+
+        service = await s.call("osbp_service_describe", {"service_id": NOTARIZATION})
+        assert service["value"]["price"] == {
+            "amount_minor": 1500,
+            "currency": "USD",
+            "type": "fixed",
+            "display": "$15.00",
+        }
+        found = await s.call(
+            "osbp_availability_find", {"service_id": NOTARIZATION, "schedule_id": ONLINE, "date": DAY}
+        )
+        slot = found["value"][0]
+        policy = await s.call("osbp_policy_explain", {"service_id": NOTARIZATION})
+        assert policy["value"]["organization"]["id"] == ORG
+
+        # Fail closed: over the mandate's cap, nothing reaches the platform's create endpoint.
+        before = stats(testing)["create_requests"]
+        low_cap = mandate(max_price={"amount_minor": 1000, "currency": "USD"})
+        capped = create_args(slot, "idem_e2e_capped", mandate=low_cap)
+        refused = await s.call("osbp_booking_create", capped)
+        assert refused["problem"]["code"] == "price_exceeds_mandate"
+        assert stats(testing)["create_requests"] == before
+
+        args = create_args(slot, "idem_e2e_001")
+        preflight = await s.call("osbp_booking_create", args)
+        token = token_of(preflight)
+        assert stats(testing)["create_requests"] == before
+        approved = args | {"approval": {"confirmed": True, "token": token}}
+        receipt = await s.call("osbp_booking_create", approved)
+        assert receipt["ok"] is True, receipt
+        assert stats(testing)["active_appointments"] == 1
+        replay = await s.call("osbp_booking_create", approved)
+        assert replay["value"] == receipt["value"]
+        assert replay["osbp_runtime"]["idempotency"] == "local_cache_replay"
+        status = await s.call("osbp_booking_status", {"booking_id": receipt["value"]["booking_id"]})
+        assert status["value"]["status"] == "booked"
+        assert status["value"]["starts_at_local"] == slot["starts_at_local"]
+
+        # Verification: the platform texts a code; the customer relays it; the create consumes it.
+        where = {"service_id": REMOTE_SIGNING, "schedule_id": ONLINE, "date": DAY}
+        signing = (await s.call("osbp_availability_find", where))["value"][-1]
+        sign_args = create_args(signing, "idem_e2e_002")
+        sign_token = token_of(await s.call("osbp_booking_create", sign_args))
+        sign_approved = sign_args | {"approval": {"confirmed": True, "token": sign_token}}
+        needs = await s.call("osbp_booking_create", sign_approved)
+        assert needs["problem"]["code"] == "requires_verification"
+        sent = await s.call(
+            "osbp_verification_send", {"customer": {"phone": PHONE}, "purpose": f"booking:{ORG}"}
+        )
+        assert sent["value"]["sent"] is True
+        messages = testing.get("/_testing/outbox", params={"organization_id": ORG}).json()["messages"]
+        code = messages[-1]["code"]
+        signed = await s.call("osbp_booking_create", sign_approved | {"verification_code": code})
+        assert signed["ok"] is True, signed
+
+        handoff = await s.call(
+            "osbp_handoff_request",
+            {"reason": "requires_payment_handoff", "message": "Finish with the merchant.", "mandate_id": "m"},
+        )
+        assert handoff["value"]["status"] == "requires_human"
+        assert s.stray == []
+
+    events = read_events(s.audit_path)
+    envelopes = [r.structured_content for r in s.results]
+    assert [e["id"] for e in events] == [env["audit_event_id"] for env in envelopes if env]
+    upstream = {e["id"]: "upstream" in e for e in events}
+    assert upstream[replay["audit_event_id"]] is False
+    assert upstream[handoff["audit_event_id"]] is False
+    local = {replay["audit_event_id"], handoff["audit_event_id"]}
+    assert all(present for key, present in upstream.items() if key not in local)
+    assert all(e["platform"]["vendor"] for e in events if e["tool_name"] != "handoff.request")
+
+    log = s.audit_path.read_text(encoding="utf-8")
+    for sentinel in (PHONE, PHONE[2:], EMAIL, GIVEN, FAMILY, code, token, sign_token):
+        assert sentinel not in log, sentinel
+    assert slot["provider_image_url"].startswith("https://images.bookwell.example/")
+    assert "images.bookwell.example" not in log
+
+    assert audit_main(["verify", str(s.audit_path)]) == 0
+    stderr = s.stderr_path.read_text(encoding="utf-8").splitlines()
+    assert stderr, "the server logs its lifecycle on stderr"
+    for line in stderr:
+        json.loads(line)  # structured JSON logs only
+
+
+@pytest.mark.anyio
+async def test_tampering_with_the_real_audit_log_is_caught(
+    platform: PlatformServer, testing: httpx2.Client, tmp_path: Path, capsys
+):
+    """Platform choice (issue 4): `osbp audit verify` names an edited, a deleted and a swapped line."""
+    async with stdio_session(platform.base_url, tmp_path) as s:
+        for _ in range(4):
+            await s.call("osbp_service_describe", {"service_id": NOTARIZATION})
+    original = s.audit_path.read_text(encoding="utf-8").splitlines()
+    assert audit_main(["verify", str(s.audit_path)]) == 0
+
+    edited = [*original]
+    edited[1] = edited[1].replace("Document notarization", "Document forgery")
+    deleted = original[:1] + original[2:]
+    swapped = [original[0], original[2], original[1], original[3]]
+    for name, lines, line in (("edited", edited, 2), ("deleted", deleted, 2), ("swapped", swapped, 2)):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        capsys.readouterr()
+        assert audit_main(["verify", str(path)]) == 1, name
+        assert capsys.readouterr().out.startswith(f"broken: line {line} "), name
+
+
+def call(request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A raw JSON-RPC tools/call request."""
+    params = {"name": tool, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def test_stdout_carries_only_protocol_messages(platform: PlatformServer, tmp_path: Path):
+    """OSBP spec, Transport: in a stdio server, stdout belongs to MCP; logs go to stderr as JSON."""
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw-test", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        call(3, "osbp_service_describe", {"service_id": NOTARIZATION}),
+        call(4, "osbp_service_describe", {"x": 1}),
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "osbp.server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=server_env(platform.base_url, tmp_path),
+        cwd=tmp_path,
+    )
+    try:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        lines: queue.Queue[str] = queue.Queue()
+        stdout = process.stdout
+
+        def pump() -> None:
+            for line in stdout:
+                lines.put(line)
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        process.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+        process.stdin.flush()
+        # Wait for every answer before closing stdin: end of input stops the server.
+        replies = [json.loads(lines.get(timeout=60)) for _ in range(4)]
+        process.stdin.close()
+        stderr = process.stderr.read() if process.stderr else ""
+        assert process.wait(timeout=60) == 0, stderr
+        reader.join(timeout=60)
+        assert lines.empty()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+    by_id = {reply.get("id"): reply for reply in replies}  # requests run concurrently: any order
+    assert sorted(by_id) == [1, 2, 3, 4]
+    assert all(reply["jsonrpc"] == "2.0" for reply in replies)
+    assert by_id[3]["result"]["isError"] is False
+    assert by_id[4]["result"]["isError"] is True
+    for line in stderr.splitlines():
+        assert isinstance(json.loads(line), dict)
+
+
+def test_end_of_input_shuts_down_cleanly_with_status_0(platform: PlatformServer, tmp_path: Path):
+    """Issue 4: clean shutdown on end of input (the HTTP client closed, the audit log flushed)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "osbp.server"],
+        input="",
+        capture_output=True,
+        text=True,
+        env=server_env(platform.base_url, tmp_path),
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert any(json.loads(line)["msg"] == "stopped" for line in done.stderr.splitlines())
+    assert re.search(r'"level":"(ERROR|CRITICAL)"', done.stderr) is None
