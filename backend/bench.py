@@ -100,7 +100,7 @@ def _insert_history(server: PlatformServer, start_index: int, count: int) -> Non
 def _availability(client: httpx2.Client, requests: int) -> tuple[float, float]:
     params = {"service_id": SERVICE, "date": PROBE_DAY.isoformat()}
     path = f"/api/organizations/{ORG}/availability"
-    for _ in range(10):  # warm-up
+    for _ in range(50):  # warm-up: connection, statement cache, page cache
         client.get(path, params=params).raise_for_status()
     samples = []
     for _ in range(requests):
