@@ -1,0 +1,190 @@
+"""`osbp bench adapter`: the reference adapter against the real platform over loopback.
+
+Starts the platform (uvicorn on an ephemeral 127.0.0.1 port, in-memory database, frozen clock), builds
+the adapter on a throwaway state file, and runs N booking attempts through the canonical two calls:
+the preflight (validated, challenged, nothing created) and the approved create. It reports p50/p99
+latency of both and the upstream requests each approved create made (target: at most 4, nothing
+fetched twice within one call), prints a table and writes ``bench-results/adapter.json``. Figures are
+reported, never asserted; the run stops by itself.
+
+The bookings go to the platform's conformance organization, which allows parallel bookings, so every
+attempt books the same real slot under a fresh idempotency key and the work measured stays the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.table import Table
+
+from osbp.adapter.reference import ReferenceAdapter, build_adapter
+from osbp.adapter.settings import AdapterSettings
+from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
+from osbp.protocol.clock import FixedClock
+from osbp.protocol.contract import Failure, Success
+from osbp.protocol.models import Approval, BookingCreateInput, BookingMandate, Customer, Money
+from osbp.protocol.upstream import capture_upstream
+
+__all__ = ["main", "run"]
+
+#: The platform's and the adapter's frozen "now": Monday 2026-05-04 08:00 in New York.
+NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
+ORGANIZATION = "conformance_co"
+TARGET_UPSTREAM_PER_CREATE = 4
+
+
+def _input(key: str) -> BookingCreateInput:
+    mandate = BookingMandate(
+        id="mnd_bench",
+        expires_at="2026-05-05T23:59:59-04:00",
+        allowed_actions=["booking.create"],
+        organization_id=ORGANIZATION,
+        earliest_start="2026-05-05T08:00:00",
+        latest_end="2026-05-05T18:00:00",
+        max_price=Money(amount_minor=10000, currency="USD"),
+    )
+    return BookingCreateInput(
+        mandate=mandate,
+        idempotency_key=key,
+        service_id="conformance_fixed_usd",
+        schedule_id="conformance_main",
+        provider_id="conformance_provider_ada",
+        date="2026-05-05",
+        time="10:30",
+        customer=Customer(display_name="Bench Customer", phone="+12125550100"),
+    )
+
+
+def _percentile(samples: list[float], q: int) -> float:
+    if len(samples) == 1:
+        return samples[0]
+    return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
+
+
+def _summary(samples: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(_percentile(samples, 50) * 1000, 3),
+        "p99_ms": round(_percentile(samples, 99) * 1000, 3),
+        "mean_ms": round(statistics.fmean(samples) * 1000, 3),
+    }
+
+
+async def _attempt(adapter: ReferenceAdapter, key: str) -> tuple[float, float, list[str]]:
+    inp = _input(key)
+    started = time.perf_counter()
+    challenge = await adapter.create_booking(inp)
+    preflight = time.perf_counter() - started
+    if not isinstance(challenge, Failure) or challenge.problem.code != "requires_user_confirmation":
+        raise RuntimeError(f"preflight did not challenge: {challenge!r}")
+    match = APPROVAL_TOKEN_PATTERN.search(challenge.problem.message)
+    if match is None:
+        raise RuntimeError("the challenge carries no approval token")
+    approved = inp.model_copy(update={"approval": Approval(confirmed=True, token=match.group(1))})
+    with capture_upstream() as capture:
+        started = time.perf_counter()
+        created = await adapter.create_booking(approved)
+        create = time.perf_counter() - started
+    if not isinstance(created, Success):
+        raise RuntimeError(f"approved create failed: {created!r}")
+    return preflight, create, [meta.call for meta in capture.calls]
+
+
+async def run(iterations: int, warmup: int = 3) -> dict[str, Any]:
+    """Run the benchmark and return its figures (the JSON written to ``bench-results/adapter.json``)."""
+    from osbp.backend.serving import PlatformServer  # the platform is only the benchmark's target
+    from osbp.backend.settings import BackendSettings
+
+    platform_settings = BackendSettings(
+        db=":memory:", port=0, now=NOW, rate_limit_quota=1_000_000, log_level="WARNING"
+    )
+    preflights: list[float] = []
+    creates: list[float] = []
+    upstream_counts: list[int] = []
+    duplicated = 0
+    with tempfile.TemporaryDirectory(prefix="osbp-bench-adapter-") as state_dir:
+        async with PlatformServer(platform_settings) as server:
+            settings = AdapterSettings(
+                platform_base_url=server.base_url,
+                organization_id=ORGANIZATION,
+                state_path=Path(state_dir) / "osbp.sqlite3",
+            )
+            adapter = build_adapter(settings, clock=FixedClock(NOW))
+            try:
+                for index in range(warmup + iterations):
+                    preflight, create, calls = await _attempt(adapter, f"bench-{index:06d}")
+                    if index < warmup:
+                        continue
+                    preflights.append(preflight)
+                    creates.append(create)
+                    upstream_counts.append(len(calls))
+                    duplicated += sum(count - 1 for count in Counter(calls).values() if count > 1)
+            finally:
+                await adapter.aclose()
+    return {
+        "benchmark": "adapter",
+        "target": "reference adapter -> Bookwell platform over loopback (uvicorn, in-memory SQLite)",
+        "iterations": iterations,
+        "warmup": warmup,
+        "preflight": _summary(preflights),
+        "approved_create": _summary(creates),
+        "upstream_requests_per_approved_create": {
+            "max": max(upstream_counts),
+            "mean": round(statistics.fmean(upstream_counts), 3),
+            "target_max": TARGET_UPSTREAM_PER_CREATE,
+            "duplicated_fetches": duplicated,
+        },
+    }
+
+
+def _table(results: dict[str, Any]) -> Table:
+    table = Table(title=f"adapter → platform over loopback ({results['iterations']} bookings)")
+    table.add_column("measure")
+    table.add_column("p50", justify="right")
+    table.add_column("p99", justify="right")
+    table.add_column("mean", justify="right")
+    for name, key in (
+        ("booking.create preflight", "preflight"),
+        ("booking.create approved", "approved_create"),
+    ):
+        figures = results[key]
+        table.add_row(
+            name, f"{figures['p50_ms']:.2f} ms", f"{figures['p99_ms']:.2f} ms", f"{figures['mean_ms']:.2f} ms"
+        )
+    upstream = results["upstream_requests_per_approved_create"]
+    table.add_row(
+        f"upstream requests per approved create (target ≤ {upstream['target_max']})",
+        "",
+        f"max {upstream['max']}",
+        f"{upstream['mean']:.2f}",
+    )
+    table.add_row("duplicated fetches within one call", "", "", str(upstream["duplicated_fetches"]))
+    return table
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run the adapter benchmark, print the table, write ``<out>/adapter.json``; 0 on success."""
+    parser = argparse.ArgumentParser(prog="osbp bench adapter", description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=100, help="measured bookings (default 100)")
+    parser.add_argument("--out", type=Path, default=Path("bench-results"), help="directory for adapter.json")
+    # Unknown flags belong to the other components' benchmarks run by the same `osbp bench`.
+    args, _ = parser.parse_known_args(list(argv))
+    results = anyio.run(run, max(1, args.iterations))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "adapter.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    console = Console(stderr=False)
+    console.print(_table(results))
+    console.print(f"wrote {args.out / 'adapter.json'}")
+    upstream = results["upstream_requests_per_approved_create"]
+    within_target = upstream["max"] <= TARGET_UPSTREAM_PER_CREATE and upstream["duplicated_fetches"] == 0
+    return 0 if within_target else 1
