@@ -14,9 +14,10 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import anyio
+import anyio.abc
 from pydantic import ValidationError
 
 from osbp.protocol.contract import BookingAdapter
@@ -26,6 +27,7 @@ from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
 from osbp.server.logs import configure_logging
 from osbp.server.settings import ServerSettings
+from osbp.server.stdin import StdinLines
 
 __all__ = ["build_parser", "load_settings", "main", "serve"]
 
@@ -113,8 +115,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return anyio.run(serve, adapter, audit)
 
 
-async def _stop_on_signals(scope: anyio.CancelScope) -> None:
+async def _stop_on_signals(
+    scope: anyio.CancelScope, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
         async for signum in signals:
             logger.info("stopping on signal", extra={"signal": signal.Signals(signum).name})
             scope.cancel()
@@ -126,8 +131,11 @@ async def serve(adapter: BookingAdapter, audit: AuditLog) -> int:
     server = create_server(adapter, audit)
     try:
         async with anyio.create_task_group() as group:
-            group.start_soon(_stop_on_signals, group.cancel_scope)
-            async with stdio_server() as (read_stream, write_stream):
+            await group.start(_stop_on_signals, group.cancel_scope)
+            where = {"platform": adapter.platform.to_wire(), "audit": str(audit.path)}
+            logger.info("serving over stdio", extra=where)
+            stdin = cast("anyio.AsyncFile[str]", StdinLines(sys.stdin.fileno()))  # duck-typed: only iterated
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             group.cancel_scope.cancel()
     finally:

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from osbp.protocol.approval import ApprovalGate, Approved, build_approval_summary
-from osbp.protocol.clock import Clock
+from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.contract import AdapterResult, Failure, Success
 from osbp.protocol.idempotency import (
     LOCAL_CACHE_REPLAY,
@@ -49,6 +49,7 @@ from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.store import StateStore
 from osbp.protocol.timeutil import format_wall_clock, parse_wall_clock, wall_clock_to_instant
 from osbp.protocol.upstream import record_upstream
+from osbp.server.settings import ServerSettings
 
 ORG = "org_test"
 SERVICE = "svc_cut"
@@ -238,3 +239,8 @@ class MemoryAdapter:
     async def aclose(self) -> None:
         """Nothing to release but the flag tests check."""
         self.closed = True
+
+
+def build_memory_adapter(settings: ServerSettings) -> MemoryAdapter:
+    """An adapter factory (``--adapter tests.server.memory_adapter:build_memory_adapter``) for CLI tests."""
+    return MemoryAdapter(state_path=settings.state_path or Path("osbp.sqlite3"), clock=SystemClock())
