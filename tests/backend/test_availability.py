@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from osbp.backend.availability import local_openings, native_weekday, to_instant
 from osbp.backend.tz import zone
@@ -219,3 +221,24 @@ def test_availability_refuses_unknown_ids_and_bad_dates_with_a_code(client, para
     response = client.get("/api/organizations/carolyns_dental/availability", params=params)
     assert response.json()["code"] == code
     assert response.status_code == (400 if code == "invalid_request" else 404)
+
+
+@given(
+    st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2037, 12, 31)),
+    st.sampled_from(["America/New_York", "Europe/Berlin", "Europe/London", "Australia/Lord_Howe", "UTC"]),
+)
+def test_wall_clock_to_instant_round_trips_or_reports_a_missing_time(local, tz_name):
+    """Issue 2, DST: every local time maps to its first instant and back, or is reported as nonexistent."""
+    tz = zone(tz_name)
+    instant = to_instant(local, tz)
+    if instant is None:
+        assert local.replace(tzinfo=tz).astimezone(UTC).astimezone(tz).replace(tzinfo=None) != local
+    else:
+        assert instant.astimezone(tz).replace(tzinfo=None) == local
+        assert instant == local.replace(tzinfo=tz, fold=0).astimezone(UTC)
+
+
+def test_openapi_docs_are_served(client):
+    """Issue 2: OpenAPI docs at /docs."""
+    assert client.get("/docs").status_code == 200
+    assert client.get("/openapi.json").json()["info"]["title"] == "Bookwell"
