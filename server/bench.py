@@ -1,0 +1,295 @@
+"""`osbp bench mcp`: the MCP server over real stdio against the real platform on loopback.
+
+Two measures, both through the SDK's stdio client and a spawned ``python -m osbp.server``:
+
+* **cold start**: from spawn to the first successful tool result (``osbp_service_describe``), median of
+  N fresh processes (target ≤ 0.8 s);
+* **per tool**: p50/p99 round-trip latency of C calls of each tool on one long-lived server (targets:
+  reads p50 ≤ 5 ms, approved create p50 ≤ 15 ms). Every call is audited (fsynced) as in production.
+
+The platform runs as its own process (``osbp backend``: uvicorn on an ephemeral 127.0.0.1 port, in-memory
+SQLite, clock frozen at 2030-05-01, rate limits lifted), so it shares neither the client's nor the
+server's interpreter. Bookings go to its conformance organization, which allows parallel
+bookings, so every approved create books the same real slot under a fresh idempotency key. The results
+are printed as a table and written to ``bench-results/mcp.json``; figures are reported, never asserted,
+and the run stops by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import AsyncExitStack, contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import CallToolResult
+from rich.console import Console
+from rich.table import Table
+
+from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
+
+__all__ = ["main", "run"]
+
+NOW = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
+ORGANIZATION = "conformance_co"
+SERVICE = "conformance_fixed_usd"
+SCHEDULE = "conformance_main"
+PROVIDER = "conformance_provider_ada"
+DAY = "2030-05-02"
+COLD_START_TARGET_S = 0.8
+READ_P50_TARGET_MS = 5.0
+CREATE_P50_TARGET_MS = 15.0
+READS = ("osbp_service_describe", "osbp_availability_find", "osbp_policy_explain", "osbp_booking_status")
+
+
+def _percentile(samples: list[float], q: int) -> float:
+    if len(samples) == 1:
+        return samples[0]
+    return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
+
+
+def _summary(samples: list[float]) -> dict[str, float]:
+    return {
+        "n": len(samples),
+        "p50_ms": round(_percentile(samples, 50) * 1000, 3),
+        "p99_ms": round(_percentile(samples, 99) * 1000, 3),
+        "mean_ms": round(statistics.fmean(samples) * 1000, 3),
+    }
+
+
+def _mandate() -> dict[str, Any]:
+    return {
+        "id": "mnd_bench",
+        "expires_at": "2030-05-31T23:59:59-04:00",
+        "allowed_actions": ["booking.create"],
+        "organization_id": ORGANIZATION,
+        "earliest_start": f"{DAY}T08:00:00",
+        "latest_end": f"{DAY}T18:00:00",
+        "max_price": {"amount_minor": 10000, "currency": "USD"},
+    }
+
+
+def _create_args(key: str) -> dict[str, Any]:
+    return {
+        "mandate": _mandate(),
+        "idempotency_key": key,
+        "service_id": SERVICE,
+        "schedule_id": SCHEDULE,
+        "provider_id": PROVIDER,
+        "date": DAY,
+        "time": "10:30",
+        "customer": {"display_name": "Bench Customer", "phone": "+12125550100"},
+    }
+
+
+def _envelope(result: CallToolResult) -> dict[str, Any]:
+    envelope = result.structured_content
+    if not isinstance(envelope, dict):
+        raise RuntimeError(f"not an OSBP envelope: {result!r}")
+    return envelope
+
+
+def _params(base_url: str, workdir: Path) -> StdioServerParameters:
+    env = {
+        "OSBP_PLATFORM_BASE_URL": base_url,
+        "OSBP_ORGANIZATION_ID": ORGANIZATION,
+        "OSBP_STATE_PATH": str(workdir / "state.sqlite3"),
+        "OSBP_AUDIT_LOG_PATH": str(workdir / "audit" / "events.jsonl"),
+    }
+    return StdioServerParameters(command=sys.executable, args=["-m", "osbp.server"], env=env, cwd=workdir)
+
+
+async def _cold_start(base_url: str, workdir: Path, errlog: TextIO) -> float:
+    started = time.perf_counter()
+    async with Client(stdio_client(_params(base_url, workdir), errlog=errlog)) as client:
+        result = await client.call_tool("osbp_service_describe", {"service_id": SERVICE})
+        elapsed = time.perf_counter() - started
+    if result.is_error:
+        raise RuntimeError(f"the first tool call failed: {result.content!r}")
+    return elapsed
+
+
+async def _timed(samples: list[float], call: Callable[[], Awaitable[CallToolResult]]) -> dict[str, Any]:
+    started = time.perf_counter()
+    result = await call()
+    samples.append(time.perf_counter() - started)
+    return _envelope(result)
+
+
+async def _per_tool(client: Client, calls: int, warmup: int) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {}
+
+    async def measure(label: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        bucket = samples.setdefault(label, [])
+        envelope = await _timed(bucket, lambda: client.call_tool(tool, arguments))
+        return envelope
+
+    booking_id = ""
+    for index in range(warmup + calls):
+        key = f"bench-{index:06d}"
+        preflight = await measure("osbp_booking_create (preflight)", "osbp_booking_create", _create_args(key))
+        match = APPROVAL_TOKEN_PATTERN.search(preflight.get("problem", {}).get("message", ""))
+        if match is None:
+            raise RuntimeError(f"the preflight did not challenge: {preflight!r}")
+        approved = _create_args(key) | {"approval": {"confirmed": True, "token": match.group(1)}}
+        created = await measure("osbp_booking_create (approved)", "osbp_booking_create", approved)
+        if created.get("ok") is not True:
+            raise RuntimeError(f"the approved create failed: {created!r}")
+        booking_id = created["value"]["booking_id"]
+        await measure("osbp_booking_create (replay)", "osbp_booking_create", approved)
+    for index in range(warmup + calls):
+        await measure("osbp_service_describe", "osbp_service_describe", {"service_id": SERVICE})
+        await measure(
+            "osbp_availability_find",
+            "osbp_availability_find",
+            {"service_id": SERVICE, "schedule_id": SCHEDULE, "date": DAY, "provider_id": PROVIDER},
+        )
+        await measure("osbp_policy_explain", "osbp_policy_explain", {"service_id": SERVICE})
+        await measure("osbp_booking_status", "osbp_booking_status", {"booking_id": booking_id})
+        # A fresh contact per send: the platform limits sends per contact, and OSBP never evades limits.
+        contact = {"phone": f"+1212555{index:04d}"}
+        await measure(
+            "osbp_verification_send",
+            "osbp_verification_send",
+            {"customer": contact, "purpose": f"booking:{ORGANIZATION}"},
+        )
+        await measure(
+            "osbp_handoff_request",
+            "osbp_handoff_request",
+            {"reason": "slot_taken", "message": "The slot is gone; please pick another time."},
+        )
+    # Drop the warm-up calls of every tool.
+    return {label: values[warmup:] for label, values in samples.items()}
+
+
+@contextmanager
+def _platform() -> Iterator[str]:
+    """``osbp backend`` in a child process on an ephemeral loopback port; yields its base URL."""
+    command = [sys.executable, "-m", "osbp", "backend", "--db", ":memory:", "--port", "0"]
+    command += ["--now", NOW.isoformat(), "--rate-limit-quota", "1000000", "--log-level", "WARNING"]
+    env = os.environ | {"OSBP_BACKEND_VERIFICATION_SEND_LIMIT": "1000000"}
+    process = subprocess.Popen(  # noqa: S603  our own interpreter running our own `osbp backend`
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
+    try:
+        assert process.stdout is not None
+        ready = json.loads(process.stdout.readline() or "{}")  # the platform's one "ready" line
+        if ready.get("event") != "ready":
+            raise RuntimeError("the platform did not start")
+        yield str(ready["base_url"])
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+async def run(cold_runs: int, calls: int, warmup: int = 5) -> dict[str, Any]:
+    """Run the benchmark and return its figures (the JSON written to ``bench-results/mcp.json``)."""
+    # The spawned servers' stderr logs are not part of the measurement.
+    with (
+        tempfile.TemporaryDirectory(prefix="osbp-bench-mcp-") as tmp,
+        open(os.devnull, "w", encoding="utf-8") as errlog,  # noqa: ASYNC230  opened once, before any call
+        _platform() as base_url,
+    ):
+        root = Path(tmp)
+        cold: list[float] = []
+        for index in range(cold_runs):
+            workdir = root / f"cold-{index}"
+            workdir.mkdir()
+            cold.append(await _cold_start(base_url, workdir, errlog))
+        workdir = root / "warm"
+        workdir.mkdir()
+        async with AsyncExitStack() as stack:
+            transport = stdio_client(_params(base_url, workdir), errlog=errlog)
+            client = await stack.enter_async_context(Client(transport))
+            per_tool = await _per_tool(client, calls, warmup)
+    tools = {label: _summary(values) for label, values in per_tool.items()}
+    return {
+        "benchmark": "mcp",
+        "target": "python -m osbp.server over stdio -> reference adapter -> platform on loopback",
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "cold_start": {
+            "runs": cold_runs,
+            "median_s": round(statistics.median(cold), 3),
+            "min_s": round(min(cold), 3),
+            "max_s": round(max(cold), 3),
+            "target_s": COLD_START_TARGET_S,
+        },
+        "calls_per_tool": calls,
+        "tools": tools,
+        "targets": {"read_p50_ms": READ_P50_TARGET_MS, "approved_create_p50_ms": CREATE_P50_TARGET_MS},
+    }
+
+
+def _verdict(value: float, target: float | None) -> str:
+    if target is None:
+        return ""
+    return "met" if value <= target else "missed"
+
+
+def _table(results: dict[str, Any]) -> Table:
+    cold = results["cold_start"]
+    table = Table(title=f"MCP server over stdio ({results['calls_per_tool']} calls per tool)")
+    table.add_column("measure")
+    table.add_column("p50", justify="right")
+    table.add_column("p99", justify="right")
+    table.add_column("target (p50)", justify="right")
+    table.add_column("", justify="left")
+    table.add_row(
+        f"cold start, spawn → first result (median of {cold['runs']})",
+        f"{cold['median_s'] * 1000:.0f} ms",
+        f"max {cold['max_s'] * 1000:.0f} ms",
+        f"{cold['target_s'] * 1000:.0f} ms",
+        _verdict(cold["median_s"], cold["target_s"]),
+    )
+    for label, figures in results["tools"].items():
+        target = (
+            READ_P50_TARGET_MS
+            if label in READS
+            else CREATE_P50_TARGET_MS
+            if label == "osbp_booking_create (approved)"
+            else None
+        )
+        table.add_row(
+            label,
+            f"{figures['p50_ms']:.2f} ms",
+            f"{figures['p99_ms']:.2f} ms",
+            f"{target:.0f} ms" if target else "",
+            _verdict(figures["p50_ms"], target),
+        )
+    return table
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run the MCP benchmark, print the table, write ``<out>/mcp.json``; 0 when it ran to the end."""
+    parser = argparse.ArgumentParser(prog="osbp bench mcp", description=__doc__.splitlines()[0])
+    parser.add_argument("--cold-runs", type=int, default=10, help="fresh processes for cold start (10)")
+    parser.add_argument("--calls", type=int, default=200, help="measured calls per tool (200)")
+    parser.add_argument("--out", type=Path, default=Path("bench-results"), help="directory for mcp.json")
+    # Unknown flags belong to the other components' benchmarks run by the same `osbp bench`.
+    args, _ = parser.parse_known_args(list(argv))
+    results = anyio.run(run, max(1, args.cold_runs), max(1, args.calls))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "mcp.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    console = Console()
+    console.print(_table(results))
+    console.print(f"wrote {args.out / 'mcp.json'}")
+    return 0
