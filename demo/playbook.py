@@ -15,7 +15,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from osbp.demo.client import ToolCall
-from osbp.demo.recorder import RecordingAgent, Setup
+from osbp.demo.recorder import FROM_CHALLENGE, FROM_PHONE, MISTYPED, RecordingAgent, Setup
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.models import BookingMandate, Customer
 
@@ -161,6 +161,7 @@ async def book(
         approved_arguments,
         phase="approved_retry",
         setup=approve_setup,
+        sources={"approval.token": FROM_CHALLENGE},
         note="the user approved the summary",
     )
     outcome = Booked(preflight=preflight, final=approved, summary=summary, approved=approved)
@@ -184,6 +185,7 @@ async def book(
             "booking.create",
             approved_arguments | {"verification_code": wrong},
             phase="verification_retry",
+            sources={"approval.token": FROM_CHALLENGE, "verification_code": MISTYPED},
             note="the customer mistypes the code",
         )
         outcome.final = rejected
@@ -199,6 +201,7 @@ async def book(
         "booking.create",
         approved_arguments | {"verification_code": code},
         phase="verification_retry",
+        sources={"approval.token": FROM_CHALLENGE, "verification_code": FROM_PHONE},
         note="the customer read the code from their phone",
     )
     return outcome

@@ -19,11 +19,27 @@ from typing import Any
 from osbp.demo.client import OsbpClient, ToolCall
 from osbp.demo.stack import ArmableOutcome, PlatformControl
 
-__all__ = ["ARM", "AuditTail", "PlatformCounters", "RecordingAgent", "Setup", "Step"]
+__all__ = [
+    "ARM",
+    "FROM_CHALLENGE",
+    "FROM_PHONE",
+    "MISTYPED",
+    "AuditTail",
+    "PlatformCounters",
+    "RecordingAgent",
+    "Setup",
+    "Step",
+]
 
 #: The one setup action a step may carry: arm the organization's next create to fail this way.
 ARM = "arm"
 Setup = Mapping[str, ArmableOutcome]
+#: Input sources: the token of the latest final-confirmation challenge for this idempotency_key ...
+FROM_CHALLENGE = "challenge"
+#: ... the newest code the platform sent to the customer's phone (or inbox) ...
+FROM_PHONE = "customer_phone"
+#: ... or a code the customer mistyped (deliberately wrong).
+MISTYPED = "mistyped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +66,8 @@ class Step:
     #: Appointment-create HTTP requests the platform received during the call.
     platform_create_requests: int
     setup: tuple[dict[str, str], ...] = ()
+    #: Where redacted input values came from (``{"approval.token": "challenge"}``), for readers and replay.
+    input_sources: dict[str, str] = field(default_factory=dict)
     note: str | None = None
 
 
@@ -108,6 +126,7 @@ class RecordingAgent:
         *,
         phase: str,
         setup: Sequence[Setup] = (),
+        sources: Mapping[str, str] | None = None,
         note: str | None = None,
     ) -> ToolCall:
         """Call ``tool`` and record the step (setup actions are applied just before the call)."""
@@ -127,6 +146,7 @@ class RecordingAgent:
                 platform_write=wrote,
                 platform_create_requests=after.create_requests - before.create_requests,
                 setup=tuple({ARM: action[ARM]} for action in setup),
+                input_sources=dict(sources or {}),
                 note=note,
             )
         )

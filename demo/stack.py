@@ -33,10 +33,6 @@ __all__ = [
 
 ArmableOutcome = Literal["slot_taken", "rate_limited", "requires_verification"]
 
-#: Generous enough that a whole recorded gallery never trips the platform's own limiter by accident;
-#: the rate-limited branch is armed explicitly instead.
-DEMO_RATE_LIMIT_QUOTA = 100_000
-
 
 @dataclass(frozen=True, slots=True)
 class PlatformStats:
@@ -106,6 +102,10 @@ class PlatformControl:
         """Back to seed data: appointments, outbox, arms, counters, rate-limit windows and the clock."""
         await self._json("POST", "/_testing/reset")
 
+    async def set_now(self, now: datetime) -> None:
+        """Move the platform clock to ``now``."""
+        await self._json("POST", "/_testing/clock", json={"now": now.isoformat()})
+
     async def now(self) -> datetime:
         """The platform clock's current instant."""
         body = await self._json("GET", "/_testing/clock")
@@ -129,7 +129,6 @@ async def running_platform(now: datetime | None = None) -> AsyncIterator[Running
             port=0,
             now=now,
             enable_testing=True,
-            rate_limit_quota=DEMO_RATE_LIMIT_QUOTA,
             log_level="WARNING",
         )
         async with PlatformServer(settings) as server:

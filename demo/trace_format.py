@@ -13,7 +13,11 @@ Top level (gallery layout): ``osbp_trace_version`` ("0.1.0"), ``name``, ``source
   ``audit`` (the server's audit event: aliased ``id`` and ``created_at``, ``decision``, ``platform`` and the
   operator channel's ``upstream`` metadata, absent when the tool answered locally), ``platform_write``
   (whether the platform stored anything during the call) and ``platform_create_requests``, ``setup``
-  (test-surface actions applied just before the call, e.g. ``{"arm": "slot_taken"}``) and ``note``.
+  (test-surface actions applied just before the call, e.g. ``{"arm": "slot_taken"}``), ``input_sources``
+  (where a redacted input value came from: ``challenge`` for the approval token of the latest
+  final-confirmation challenge, ``customer_phone`` for the code the platform sent, ``mistyped`` for a
+  deliberately wrong code), ``truncated`` (a long availability list keeps its first slots and the ones
+  the run went on to book; the total is recorded) and ``note``.
 
 :func:`build_trace` redacts with the server's one :class:`~osbp.server.redaction.Redactor` (every
 sensitive string found anywhere in the run is scrubbed from every step), then aliases volatile values
@@ -35,7 +39,9 @@ from osbp.demo.recorder import Step
 from osbp.server.redaction import REDACTED, Redactor
 
 __all__ = [
+    "CONCURRENT_READS",
     "CREATED_AT_PLACEHOLDER",
+    "KEPT_SLOTS",
     "RATELIMIT_PLACEHOLDER",
     "TRACE_VERSION",
     "Trace",
@@ -55,6 +61,18 @@ CREATED_AT_PLACEHOLDER = "<created_at>"
 RATELIMIT_PLACEHOLDER = "<ratelimit>"
 #: Upstream metadata keys whose values are readings of the moment (the request id is an identifier).
 _RATELIMIT_READINGS = frozenset({"ratelimit", "x-ratelimit-remaining", "x-ratelimit-reset"})
+#: Tools whose adapter reads run concurrently (the audit's "last upstream call" is a race among them).
+_CONCURRENT_READ_TOOLS = frozenset({"availability.find", "policy.explain", "booking.create"})
+#: What every one of those concurrent reads' metadata has in common.
+_SHARED_UPSTREAM = ("status", "server", "api_version", "ratelimit")
+#: The ``call`` recorded in their place.
+CONCURRENT_READS = "GET (the last of the adapter's concurrent reads to answer; which one varies)"
+#: A long availability list keeps its first slots and the ones the agent went on to book.
+KEPT_SLOTS = 3
+TRUNCATION_RULE = (
+    f"the first {KEPT_SLOTS} slots and any slot the run went on to book, in the platform's order; replay "
+    "checks them as an ordered subset and the total count"
+)
 #: The audit event fields a trace keeps (hashes, chain links and the snapshots themselves stay local).
 _AUDIT_FIELDS = ("id", "created_at", "decision", "platform", "upstream")
 
@@ -106,7 +124,9 @@ class TraceStep(_TraceModel):
     audit: dict[str, Any] | None = None
     platform_write: bool
     platform_create_requests: int
-    setup: list[dict[str, str]] = Field(default_factory=list)
+    setup: list[dict[str, str]] | None = None
+    input_sources: dict[str, str] | None = None
+    truncated: dict[str, Any] | None = None
     user_approval: str | None = None
     note: str | None = None
 
@@ -164,8 +184,55 @@ def _register_identifiers(aliaser: Aliaser, steps: Sequence[Step]) -> None:
             aliaser.register("booking", [value.get("booking_id")])
         if step.tool == "booking.status" and step.result.get("ok") and isinstance(value, dict):
             aliaser.register("booking", [value.get("id")])
-        upstream = (step.audit or {}).get("upstream") or {}
+        upstream = (_audit_view(step.tool, step.audit) or {}).get("upstream") or {}
         aliaser.register("request", [upstream.get("request_id")])
+
+
+def _slot_key(slot: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (
+        str(slot.get("schedule_id")),
+        str(slot.get("provider_id")),
+        str(slot.get("service_id")),
+        str(slot.get("starts_at_local"))[:16],
+    )
+
+
+def _selected_slots(steps: Sequence[Step]) -> set[tuple[str, str, str, str]]:
+    """The slots the agent went on to book (or try to): they stay in a shortened availability list."""
+    return {
+        (
+            str(step.input.get("schedule_id")),
+            str(step.input.get("provider_id")),
+            str(step.input.get("service_id")),
+            f"{step.input.get('date')}T{step.input.get('time')}",
+        )
+        for step in steps
+        if step.tool == "booking.create"
+    }
+
+
+def _kept_slots(step: Step, selected: set[tuple[str, str, str, str]]) -> list[Any] | None:
+    value = step.result.get("value")
+    if step.tool != "availability.find" or not isinstance(value, list) or len(value) <= KEPT_SLOTS:
+        return None
+    return [
+        slot
+        for index, slot in enumerate(value)
+        if index < KEPT_SLOTS or (isinstance(slot, dict) and _slot_key(slot) in selected)
+    ]
+
+
+def _shortened(step: Step, selected: set[tuple[str, str, str, str]]) -> dict[str, Any]:
+    kept = _kept_slots(step, selected)
+    return step.result if kept is None else step.result | {"value": kept}
+
+
+def _truncation(step: Step, selected: set[tuple[str, str, str, str]]) -> dict[str, Any] | None:
+    kept = _kept_slots(step, selected)
+    if kept is None:
+        return None
+    total = len(step.result["value"])
+    return {"value": {"kept": len(kept), "total": total, "rule": TRUNCATION_RULE}}
 
 
 def _user_approvals(steps: Sequence[Step]) -> dict[int, str]:
@@ -181,10 +248,21 @@ def _user_approvals(steps: Sequence[Step]) -> dict[int, str]:
     return approvals
 
 
-def _audit_view(audit: dict[str, Any] | None) -> dict[str, Any] | None:
+def _audit_view(tool: str, audit: dict[str, Any] | None) -> dict[str, Any] | None:
     if audit is None:
         return None
     view = {key: audit[key] for key in _AUDIT_FIELDS if audit.get(key) is not None}
+    upstream = view.get("upstream")
+    if (
+        tool in _CONCURRENT_READ_TOOLS
+        and isinstance(upstream, dict)
+        and str(upstream.get("call")).startswith("GET ")
+    ):
+        # The adapter issues these reads concurrently and the audit keeps the last response to arrive, which
+        # varies from run to run: keep only what all of them share, so the trace stays reproducible.
+        view["upstream"] = {key: upstream[key] for key in _SHARED_UPSTREAM if key in upstream} | {
+            "call": CONCURRENT_READS
+        }
     if "created_at" in view:
         view["created_at"] = CREATED_AT_PLACEHOLDER
     upstream = view.get("upstream")
@@ -213,9 +291,18 @@ def build_trace(
     aliaser = Aliaser()
     _register_identifiers(aliaser, steps)
     approvals = _user_approvals(steps)
+    selected = _selected_slots(steps)
 
     def clean(value: Any) -> Any:
         return aliaser.apply(redactor.redact(value, known))
+
+    def scrub(value: Any) -> Any:
+        # Our own blocks (scenario, mandate) hold no customer fields: free-text scrubbing and aliases only.
+        if isinstance(value, dict):
+            return {key: scrub(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [scrub(item) for item in value]
+        return aliaser.apply(redactor.scrub_text(value, known)) if isinstance(value, str) else value
 
     trace_steps = [
         TraceStep(
@@ -223,11 +310,13 @@ def build_trace(
             tool=step.tool,
             phase=step.phase,
             input=clean(step.input),
-            result=clean(step.result),
-            audit=clean(_audit_view(step.audit)),
+            result=clean(_shortened(step, selected)),
+            audit=scrub(_audit_view(step.tool, step.audit)),
             platform_write=step.platform_write,
             platform_create_requests=step.platform_create_requests,
-            setup=[dict(action) for action in step.setup],
+            setup=[dict(action) for action in step.setup] or None,
+            input_sources=dict(step.input_sources) or None,
+            truncated=_truncation(step, selected),
             user_approval=redactor.scrub_text(approvals[index], known) if index in approvals else None,
             note=step.note,
         )
@@ -238,8 +327,8 @@ def build_trace(
         source=SOURCE,
         clock=clock,
         redaction=REDACTION,
-        scenario=TraceScenario.model_validate(clean(scenario.model_dump(mode="json"))),
-        mandate=clean(mandate) if mandate is not None else None,
+        scenario=TraceScenario.model_validate(scrub(scenario.model_dump(mode="json"))),
+        mandate=scrub(mandate) if mandate is not None else None,
         steps=trace_steps,
         receipt=clean(receipt) if receipt is not None else None,
         audit_event_ids=[

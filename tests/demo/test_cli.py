@@ -1,0 +1,87 @@
+"""`osbp demo` end to end: the real platform, real MCP server subprocesses, the SDK client."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from osbp.demo.cli import main
+
+from .conftest import REPO
+
+NOW = "2030-05-06T13:00:00Z"
+
+
+def _run_demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = os.environ | {"TMPDIR": str(scratch)}
+    command = [
+        sys.executable,
+        "-m",
+        "osbp",
+        "demo",
+        "--now",
+        NOW,
+        "--audit-log",
+        str(tmp_path / "audit.jsonl"),
+    ]
+    return subprocess.run(
+        [*command, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False
+    )
+
+
+@pytest.mark.integration
+def test_demo_books_four_verticals_and_the_over_cap_booking_is_refused_without_a_write(tmp_path):
+    """Issue 5 §1: four receipts, the refusal with price_exceeds_mandate, no platform write, exit 0."""
+    result = _run_demo(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert out.count("Receipt:") == 4
+    assert out.count("Booking id: apt_") == 4
+    for merchant in ("Carolyn's Dental", "Gus' Notary", "Andy's Auto", "Phil's Spa"):
+        assert f"[ok] {merchant}: booked, receipt issued" in out
+    assert "→ price_exceeds_mandate (retryable: False)" in out
+    assert "[ok] no platform write: appointments 1 → 1, appointment-create requests 1 → 1" in out
+    assert "[ok] the platform asked to verify the customer" in out
+    assert out.count("Operator: GET /api/organizations/{organization_id}/availability is deprecated") == 1
+    assert "approval.token" not in out
+    assert "[FAILED]" not in out
+    # Nothing left behind but the audit log it points to, and that log verifies.
+    assert list((tmp_path / "tmp").iterdir()) == []
+    assert str(tmp_path / "audit.jsonl") in out
+    verify = subprocess.run(
+        [sys.executable, "-m", "osbp", "audit", "verify", str(tmp_path / "audit.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+@pytest.mark.integration
+def test_the_json_transcript_carries_the_booking_and_no_secret(tmp_path):
+    """Issue 5 §1: --json is a machine-readable transcript; the token never reaches it."""
+    result = _run_demo(tmp_path, "--vertical", "notary", "--json")
+    assert result.returncode == 0, result.stderr
+    transcript = json.loads(result.stdout)
+    assert transcript["ok"] is True
+    assert transcript["platform_now"] == NOW
+    (notary,) = transcript["verticals"]
+    assert notary["receipt"]["id"] == "receipt_idem_demo_notary_1"
+    assert notary["booking"]["status"] == "booked"
+    assert "schedule_address" not in notary["slot"]
+    phases = [step["phase"] for step in notary["steps"]]
+    assert phases[-4:] == ["approved_retry", "verification_send", "verification_retry", "status"]
+    assert "apv_" not in result.stdout
+    assert "+12125550142" not in result.stdout
+
+
+def test_now_must_be_an_instant_with_an_offset(capsys):
+    """OSBP spec, Time Discipline: instants carry Z or an offset; a usage error exits 2."""
+    assert main(["--now", "2030-05-06T13:00:00"]) == 2
+    assert "RFC 3339 instant" in capsys.readouterr().err
