@@ -112,7 +112,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:
         anyio.run(adapter.aclose)
         return _fail(f"cannot open the audit log {settings.audit_log_path}: {error.strerror}")
-    return anyio.run(serve, adapter, audit)
+    try:
+        return anyio.run(serve, adapter, audit)
+    except Exception:
+        # A bug, not a configuration problem: one JSON log line with the traceback, then status 1.
+        logger.exception("server crashed")
+        return 1
 
 
 async def _stop_on_signals(

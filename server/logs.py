@@ -40,3 +40,5 @@ def configure_logging(level: str = "WARNING", stream: TextIO | None = None) -> N
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    # Python warnings would otherwise be plain text on stderr: route them through the JSON handler.
+    logging.captureWarnings(True)
