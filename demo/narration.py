@@ -110,9 +110,7 @@ class RichNarrator:
 
     def say(self, who: str, text: str) -> None:
         """One line, with who says it."""
-        line = Text(f"{who}: ", style=_WHO_STYLE.get(who, "bold"))
-        line.append(text)
-        self._console.print(line)
+        self._console.print(Text.assemble((f"{who}: ", _WHO_STYLE.get(who, "bold")), text))
 
     def block(self, label: str, body: str) -> None:
         """A panel with a title."""
@@ -120,9 +118,8 @@ class RichNarrator:
 
     def check(self, passed: bool, text: str) -> None:
         """An expected outcome."""
-        mark = Text("✔ " if passed else "✘ ", style="bold green" if passed else "bold red")
-        mark.append(text)
-        self._console.print(mark)
+        mark = ("✔ ", "bold green") if passed else ("✘ ", "bold red")
+        self._console.print(Text.assemble(mark, (text, "dim" if passed else "bold red")))
 
 
 class SilentNarrator:

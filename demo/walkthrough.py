@@ -180,6 +180,8 @@ async def _vertical(run: _Run, vertical: Vertical, client: OsbpClient) -> Bookin
     approved = _step_of(agent, outcome.approved)
     say("Agent", f"booking.create (approved retry) → {_outcome(outcome.approved)}; {_write_note(approved)}.")
     if outcome.verification_send is not None:
+        asked = outcome.approved.problem_code == "requires_verification"
+        expect(asked, "the platform asked to verify the customer")
         sent = outcome.verification_send
         say(
             "Agent",
@@ -190,10 +192,6 @@ async def _vertical(run: _Run, vertical: Vertical, client: OsbpClient) -> Bookin
         say(
             "Agent",
             f"booking.create (retry with the code) → {_outcome(outcome.final)}; {_write_note(final)}.",
-        )
-        expect(
-            outcome.approved.problem_code == "requires_verification",
-            "the platform asked to verify the customer",
         )
     receipt = outcome.receipt
     if not expect(receipt is not None, f"{vertical.organization_name}: booked, receipt issued"):
