@@ -58,6 +58,8 @@ class SlotChoice:
     day: date
     slots: list[dict[str, Any]]
     call: ToolCall
+    #: Days the agent looked at first and found closed or fully booked.
+    empty_days: tuple[date, ...] = ()
 
 
 async def find_open_day(
@@ -70,6 +72,7 @@ async def find_open_day(
     phase: str = "lookup",
 ) -> SlotChoice | None:
     """availability.find day by day from the day after ``after`` until a day has slots."""
+    empty: list[date] = []
     for offset in range(1, SEARCH_DAYS + 1):
         day = after + timedelta(days=offset)
         arguments: dict[str, Any] = {
@@ -84,7 +87,8 @@ async def find_open_day(
             return None
         slots = list(call.value or [])
         if slots:
-            return SlotChoice(day=day, slots=slots, call=call)
+            return SlotChoice(day=day, slots=slots, call=call, empty_days=tuple(empty))
+        empty.append(day)
     return None
 
 

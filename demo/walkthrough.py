@@ -146,6 +146,8 @@ async def _vertical(run: _Run, vertical: Vertical, client: OsbpClient) -> Bookin
     assert choice is not None  # narrowed by the expectation above
     slot = pick_slot(choice.slots, vertical.preferred_time)
     record["slot"] = {key: slot[key] for key in sorted(slot) if key != "provider_image_url"}
+    for empty in choice.empty_days:
+        say("Agent", f"availability.find {empty.isoformat()} → no open slots.")
     say("Agent", f"availability.find {choice.day.isoformat()} → {len(choice.slots)} open slots.")
     say("Agent", f"I suggest {slot_sentence(slot)}.")
     if vertical.modality == "online":
