@@ -118,11 +118,6 @@ class OsbpClient:
         result = await self._session.call_tool(mcp_tool_name(tool), plain)
         return ToolCall(tool=tool, arguments=plain, envelope=_envelope(tool, result))
 
-    async def tool_names(self) -> list[str]:
-        """The MCP tool names the server lists."""
-        listing = await self._session.list_tools()
-        return [tool.name for tool in listing.tools]
-
 
 @asynccontextmanager
 async def osbp_server(config: ServerConfig, errlog: TextIO) -> AsyncIterator[OsbpClient]:

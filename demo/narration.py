@@ -27,6 +27,7 @@ __all__ = [
     "make_narrator",
     "money_text",
     "policy_sentence",
+    "pretty_json",
     "service_sentence",
     "slot_sentence",
 ]
