@@ -10,7 +10,9 @@ Every request to the platform goes through one reused ``httpx2.AsyncClient`` (ke
 Every response is captured as an :class:`~osbp.protocol.models.UpstreamMeta` (``call`` without the query
 string and with contact-bearing path segments redacted, status, ``Server`` verbatim, the first
 ``*request-id*`` header, the version echo, ``Deprecation``, ``Sunset`` and the rate-limit headers keyed
-lowercase) and handed to :func:`osbp.protocol.upstream.record_upstream` for the audit trail. A
+lowercase) and put, for the audit trail, in the position :func:`osbp.protocol.upstream.reserve_upstream`
+took when the request was issued (so the audit's "last call" follows issue order, not the race of
+concurrent responses; a request without a response leaves its position empty). A
 ``Deprecation`` or ``Sunset`` header logs one loud structured warning per endpoint per process on the
 operator channel (stderr); it never becomes a Problem and never reaches agent-facing output.
 
@@ -38,7 +40,7 @@ import httpx2
 from osbp import OSBP_VERSION, __version__
 from osbp.adapter.settings import AdapterSettings
 from osbp.protocol.models import PlatformIdentity, UpstreamMeta
-from osbp.protocol.upstream import record_upstream
+from osbp.protocol.upstream import reserve_upstream
 
 __all__ = [
     "ADAPTER_NAME",
@@ -191,6 +193,8 @@ class Upstream:
         call = f"{method} " + route.format(
             **{name: quote(redact_segment(value), safe="{}") for name, value in values.items()}
         )
+        # Reserved before the first await: gathered requests take their positions in argument order.
+        slot = reserve_upstream()
         try:
             response = await self._client.request(
                 method, url, params=dict(params) if params else None, json=body, headers=headers
@@ -202,7 +206,7 @@ class Upstream:
         except httpx2.TransportError:
             return UpstreamUnavailable(call, "transport")
         meta = capture_meta(call, response, self._version_header)
-        record_upstream(meta)
+        slot.fill(meta)
         if meta.deprecation is not None or meta.sunset is not None:
             self._announce(f"{method} {route}", meta, response.headers.get("link"))
         return UpstreamResponse(response.status_code, response.headers, _json_body(response), meta)

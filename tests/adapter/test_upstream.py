@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from hypothesis import given
@@ -336,3 +338,71 @@ async def test_every_request_to_the_real_platform_is_pinned_and_identified(
         assert request.headers["bookwell-version"] == PLATFORM.api_version
         assert request.headers["user-agent"] == user_agent()
         assert request.headers["x-osbp-source"] == "osbp-local-mcp"
+
+
+async def test_concurrent_fetches_answered_in_reverse_order_keep_issue_order() -> None:
+    """OSBP spec, Audit: the audit's upstream is the last-issued call, whichever response arrives first."""
+    second_done = anyio.Event()
+
+    async def answer(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path.endswith("/first"):
+            with anyio.fail_after(5):
+                await second_done.wait()
+        return httpx2.Response(200, json={})
+
+    upstream = upstream_with(answer)  # type: ignore[arg-type]  # MockTransport awaits async handlers too
+
+    async def second() -> None:
+        await upstream.fetch("GET", "/api/{org}/second", path={"org": "a"})
+        second_done.set()
+
+    with capture_upstream() as capture:
+        await asyncio.gather(upstream.fetch("GET", "/api/{org}/first", path={"org": "a"}), second())
+    await upstream.aclose()
+    assert [meta.call for meta in capture.calls] == ["GET /api/a/first", "GET /api/a/second"]
+    assert capture.last is not None
+    assert capture.last.call == "GET /api/a/second"
+
+
+class OrganizationLastTransport(httpx2.AsyncBaseTransport):
+    """The real network transport, holding organization reads until an availability read was answered."""
+
+    def __init__(self) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+        self._availability_answered = anyio.Event()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send for real; an organization read is sent only after the availability response is read."""
+        if request.url.path.endswith("/availability"):
+            response = await self._inner.handle_async_request(request)
+            await response.aread()
+            self._availability_answered.set()
+            return response
+        if "/services" not in request.url.path:
+            with anyio.fail_after(5):
+                await self._availability_answered.wait()
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """Close the real transport."""
+        await self._inner.aclose()
+
+
+async def test_availability_find_audits_the_availability_response_even_when_it_arrives_first(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """RFC 9745, OSBP spec Audit: availability.find's upstream is the availability call, Sunset included."""
+    adapter = make_adapter(
+        platform.base_url, tmp_path / "s.sqlite3", FixedClock(NOW), transport=OrganizationLastTransport()
+    )
+    with capture_upstream() as capture:
+        result = await adapter.find_availability(AvailabilityFindInput(service_id=CLEANING, date=DAY))
+    await adapter.aclose()
+    assert isinstance(result, Success)
+    assert [meta.call for meta in capture.calls] == [
+        "GET /api/organizations/carolyns_dental",
+        "GET /api/organizations/carolyns_dental/availability",
+    ]
+    assert capture.last is not None
+    assert capture.last.call == "GET /api/organizations/carolyns_dental/availability"
+    assert (capture.last.deprecation, capture.last.sunset) == ("@1781308800", "Fri, 01 Oct 2032 00:00:00 GMT")
