@@ -71,7 +71,7 @@ def self_target() -> Iterator[SelfTarget]:
         # battery run never touches the developer's `.osbp/`.
         env = server_env(
             {
-                "OSBP_PLATFORM_URL": base_url,
+                "OSBP_PLATFORM_BASE_URL": base_url,
                 "OSBP_ORGANIZATION_ID": organization_id,
                 "OSBP_STATE_PATH": str(Path(state) / "state.db"),
                 "OSBP_AUDIT_LOG_PATH": str(Path(state) / "audit" / "events.jsonl"),

@@ -89,6 +89,8 @@ def _result_schema(name: str) -> dict[str, Any]:
     envelope = SuccessEnvelope[spec.value_type] | FailureEnvelope  # type: ignore[name-defined]
     schema = _generate(envelope, "serialization")
     schema["title"] = f"{spec.name} result"
+    # Both envelope branches are objects; saying so at the root is what MCP requires of an outputSchema.
+    schema["type"] = "object"
     return schema
 
 

@@ -21,7 +21,6 @@ effects live outside this server) and false for ``handoff.request``, which never
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from mcp.types import Tool, ToolAnnotations
 
@@ -155,9 +154,6 @@ def dotted_name(mcp_name: str) -> ToolName | None:
     return definition.name if definition else None
 
 
-def _output_schema(name: ToolName) -> dict[str, Any]:
-    schema = tool_result_schema(name)
-    return {"type": "object", **schema}
 
 
 def mcp_tools() -> list[Tool]:
@@ -168,7 +164,7 @@ def mcp_tools() -> list[Tool]:
             title=definition.title,
             description=definition.description,
             input_schema=tool_input_schema(definition.name),
-            output_schema=_output_schema(definition.name),
+            output_schema=tool_result_schema(definition.name),
             annotations=definition.annotations,
         )
         for definition in _DEFINITIONS

@@ -64,7 +64,7 @@ def test_the_server_environment_is_a_few_basics_plus_what_the_caller_adds(monkey
     """Platform choice: a stdio server inherits little; --env adds the rest explicitly."""
     monkeypatch.setenv("LANG", "C.UTF-8")
     monkeypatch.setenv("OSBP_SECRET_THING", "not passed")
-    env = server_env({"OSBP_PLATFORM_URL": "http://127.0.0.1:8400"})
+    env = server_env({"OSBP_PLATFORM_BASE_URL": "http://127.0.0.1:8400"})
     assert env["LANG"] == "C.UTF-8"
-    assert env["OSBP_PLATFORM_URL"] == "http://127.0.0.1:8400"
+    assert env["OSBP_PLATFORM_BASE_URL"] == "http://127.0.0.1:8400"
     assert "OSBP_SECRET_THING" not in env
