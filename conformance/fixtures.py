@@ -2,7 +2,7 @@
 
 The battery is black-box, so everything it expects (ids, the bookable slot, the fixed prices and their
 minor-unit amounts, which service plays which role) comes from this file, never from the server. The
-file for this project's own conformance organization ships as `fixtures/osbp-reference.json`.
+file for this project's own conformance organization ships as `fixture_files/osbp-reference.json`.
 
 The slot (`slot.date`, `slot.time`, `slot.duration_minutes`) is the merchant-local start and length of the
 `fixed_usd` service at `schedule` with the in-scope provider; every service in the file must be bookable at
@@ -201,7 +201,7 @@ class Fixtures(_Strict):
 
 def reference_fixtures_path() -> Path:
     """The path of the fixture file for this project's conformance organization."""
-    return Path(str(resources.files("osbp.conformance") / "fixtures" / REFERENCE_FIXTURES))
+    return Path(str(resources.files("osbp.conformance") / "fixture_files" / REFERENCE_FIXTURES))
 
 
 def load_fixtures(path: str | Path) -> Fixtures:

@@ -3,7 +3,7 @@ conformance battery can pass, and, with `--break <name>`, that it can fail.
 
     python toy_server.py [--break NAME] [--arm-file PATH]
 
-The platform matches `conformance/fixtures/osbp-reference.json`. `--arm-file` names a file whose content
+The platform matches `conformance/fixture_files/osbp-reference.json`. `--arm-file` names a file whose content
 (`slot_taken` or `rate_limited`), when present, fails the next approved create once and is removed: the
 tests' scenario endpoint writes it. Broken variants:
 
