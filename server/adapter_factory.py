@@ -2,7 +2,8 @@
 
 The server depends on adapters only through :class:`~osbp.protocol.contract.BookingAdapter` and this
 factory, so another platform's adapter plugs in with ``--adapter module:function`` (or
-``OSBP_ADAPTER_FACTORY``). The reference factory imports the reference adapter lazily.
+``OSBP_ADAPTER_FACTORY``). The reference factory imports the reference adapter lazily. A factory should
+give its adapter ``settings.clock()``, the process's one clock, so ``--now`` reaches the adapter too.
 """
 
 from __future__ import annotations
@@ -47,5 +48,6 @@ def reference_adapter(settings: ServerSettings) -> BookingAdapter:
         overrides["state_path"] = settings.state_path
     # Explicit values win over the adapter's own OSBP_* environment reading.
     adapter_settings = adapter_module.AdapterSettings(**{k: v for k, v in overrides.items() if v is not None})
-    adapter: BookingAdapter = adapter_module.build_adapter(adapter_settings)
+    # The process's one clock: the adapter's mandate, approval and lease checks run on the audit's time.
+    adapter: BookingAdapter = adapter_module.build_adapter(adapter_settings, clock=settings.clock())
     return adapter

@@ -5,6 +5,9 @@ validated before anything starts: a missing or malformed setting is one clear li
 status 2, never a traceback. stdout carries only MCP messages; logs are JSON lines on stderr. On end of
 input, SIGTERM or SIGINT the server stops, closes the adapter (its HTTP client) and the audit log (every
 record is already fsynced).
+
+``--now`` / ``OSBP_NOW`` freezes the process's one clock (:meth:`ServerSettings.clock`) for the adapter
+and the audit alike; it is for demos, recorded traces and tests, and the server says so on stderr.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ import anyio
 import anyio.abc
 from pydantic import ValidationError
 
+from osbp.protocol.clock import Clock
 from osbp.protocol.contract import BookingAdapter
+from osbp.protocol.timeutil import format_instant
 from osbp.server._sdk import stdio_server
 from osbp.server.adapter_factory import AdapterFactoryError, load_factory
 from osbp.server.app import create_server
@@ -40,6 +45,7 @@ _FLAGS = {
     "audit_log_path": "--audit-log-path",
     "log_level": "--log-level",
     "adapter_factory": "--adapter",
+    "now": "--now",
 }
 
 
@@ -59,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="[OSBP_LOG_LEVEL]"
     )
     parser.add_argument("--adapter", dest="adapter_factory", help="module:function [OSBP_ADAPTER_FACTORY]")
+    parser.add_argument(
+        "--now",
+        metavar="INSTANT",
+        help="freeze this process's clock at an RFC 3339 instant; demos, traces and tests only [OSBP_NOW]",
+    )
     return parser
 
 
@@ -99,6 +110,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(loaded)
     settings = loaded
     configure_logging(settings.log_level)
+    if settings.now is not None:
+        # A frozen clock never lets a mandate or an approval expire: make it impossible to miss.
+        logger.warning(
+            "fixed clock: this process's time is frozen (demos, traces and tests only)",
+            extra={"now": format_instant(settings.now)},
+        )
     try:
         factory = load_factory(settings.adapter_factory)
         adapter = factory(settings)
@@ -113,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         anyio.run(adapter.aclose)
         return _fail(f"cannot open the audit log {settings.audit_log_path}: {error.strerror}")
     try:
-        return anyio.run(serve, adapter, audit)
+        return anyio.run(serve, adapter, audit, settings.clock())
     except Exception:
         # A bug, not a configuration problem: one JSON log line with the traceback, then status 1.
         logger.exception("server crashed")
@@ -131,9 +148,9 @@ async def _stop_on_signals(
             return
 
 
-async def serve(adapter: BookingAdapter, audit: AuditLog) -> int:
+async def serve(adapter: BookingAdapter, audit: AuditLog, clock: Clock | None = None) -> int:
     """Serve MCP over this process's stdio; always closes the adapter and the audit log."""
-    server = create_server(adapter, audit)
+    server = create_server(adapter, audit, clock=clock)
     try:
         async with anyio.create_task_group() as group:
             await group.start(_stop_on_signals, group.cancel_scope)

@@ -3,16 +3,25 @@
 One organization per server process (the spec's scope), so the platform base URL and the organization id
 must be configured explicitly; :meth:`ServerSettings.missing` names what is absent so the entry point can
 say so and exit 2 instead of guessing a merchant.
+
+:meth:`ServerSettings.clock` is the process's one clock, shared by the adapter (mandate expiry, approval
+TTLs, idempotency leases) and the server (audit ``created_at``): the system clock, or, when ``now`` is
+set (``--now`` / ``OSBP_NOW``), a :class:`~osbp.protocol.clock.FixedClock` that never advances. The fixed
+clock exists for demos, recorded traces and tests that freeze the platform's clock at the same instant;
+a real deployment never sets it, because a frozen clock never lets a mandate or an approval expire.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, AwareDatetime, Field, PrivateAttr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from osbp.protocol.clock import Clock, FixedClock, SystemClock
+from osbp.protocol.timeutil import parse_instant
 from osbp.server.audit import DEFAULT_AUDIT_PATH
 
 __all__ = ["DEFAULT_ADAPTER_FACTORY", "REQUIRED", "LogLevel", "ServerSettings"]
@@ -48,6 +57,30 @@ class ServerSettings(BaseSettings):
         pattern=r"^[\w.]+:\w+$",
         description="module:function building the BookingAdapter from these settings.",
     )
+    now: AwareDatetime | None = Field(
+        default=None,
+        description="Freeze this process's clock at this RFC 3339 instant (demos, traces, tests only).",
+    )
+    _clock: Clock | None = PrivateAttr(default=None)
+
+    @field_validator("now", mode="before")
+    @classmethod
+    def _rfc3339(cls, value: Any) -> Any:
+        # Only an RFC 3339 instant with Z or an offset: no bare dates, no epoch numbers, no local times.
+        if isinstance(value, str):
+            instant = parse_instant(value)
+            if instant is None:
+                raise ValueError("must be an RFC 3339 instant with Z or an offset, like 2030-05-06T13:00:00Z")
+            return instant
+        if isinstance(value, datetime) or value is None:
+            return value
+        raise ValueError("must be an RFC 3339 instant with Z or an offset, like 2030-05-06T13:00:00Z")
+
+    def clock(self) -> Clock:
+        """The process's one clock, the same object every time: frozen at ``now`` if set, else real."""
+        if self._clock is None:
+            self._clock = FixedClock(self.now) if self.now is not None else SystemClock()
+        return self._clock
 
     def missing(self) -> list[str]:
         """The required settings that are not configured, as ``--flag / OSBP_VARIABLE`` descriptions."""

@@ -11,10 +11,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from osbp.protocol.clock import FixedClock, SystemClock
 from osbp.server.cli import load_settings, main
 from osbp.server.settings import ServerSettings
 
@@ -91,6 +93,39 @@ def test_the_audit_log_defaults_to_the_spec_path():
     settings = load_settings(["--platform-url", "http://127.0.0.1:1", "--organization-id", "org"])
     assert isinstance(settings, ServerSettings)
     assert settings.audit_log_path == Path(".osbp/audit/events.jsonl")
+
+
+def test_now_freezes_the_one_clock_of_the_process_and_the_flag_wins(monkeypatch):
+    """Platform choice (demos and traces): --now / OSBP_NOW is one FixedClock shared by adapter and audit."""
+    monkeypatch.setenv("OSBP_NOW", "2031-01-05T14:00:00Z")
+    base = ["--platform-url", "http://127.0.0.1:1", "--organization-id", "org"]
+    from_env = load_settings(base)
+    assert isinstance(from_env, ServerSettings)
+    assert from_env.now == datetime(2031, 1, 5, 14, 0, tzinfo=UTC)
+    clock = from_env.clock()
+    assert isinstance(clock, FixedClock)
+    assert clock is from_env.clock()
+    from_flag = load_settings([*base, "--now", "2024-02-29T23:30:00-05:00"])
+    assert isinstance(from_flag, ServerSettings)
+    assert from_flag.clock().now() == datetime(2024, 3, 1, 4, 30, tzinfo=UTC)
+
+
+def test_without_now_the_process_runs_on_the_system_clock():
+    """Platform choice: a real deployment never freezes time, so the default is the system clock."""
+    settings = load_settings(["--platform-url", "http://127.0.0.1:1", "--organization-id", "org"])
+    assert isinstance(settings, ServerSettings)
+    assert settings.now is None
+    assert isinstance(settings.clock(), SystemClock)
+
+
+@pytest.mark.parametrize("value", ["2031-01-05", "2031-01-05T14:00:00", "1924905600", "tomorrow"])
+def test_a_now_that_is_not_an_rfc_3339_instant_exits_2(value, capsys):
+    """RFC 3339: an instant needs a date, a time and Z or an offset; anything else is a usage error."""
+    args = ["--platform-url", "http://127.0.0.1:1", "--organization-id", "org", "--now", value]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("osbp mcp: invalid configuration: --now / OSBP_NOW: ")
+    assert "Traceback" not in err
 
 
 def test_an_unloadable_adapter_factory_exits_2(capsys):

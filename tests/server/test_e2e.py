@@ -1,7 +1,8 @@
 """End to end: `python -m osbp.server` as a real stdio subprocess against the real platform on loopback.
 
 The platform runs under uvicorn on an ephemeral 127.0.0.1 port with its clock frozen at 2030-05-01 (so
-2030-05-02 is bookable); the server gets its whole configuration through an explicit environment and
+2030-05-02 is bookable) and the server's clock frozen at the same instant (``OSBP_NOW``), so nothing here
+depends on the real date; the server gets its whole configuration through an explicit environment and
 reaches the platform only through the reference adapter, over HTTP.
 """
 
@@ -16,7 +17,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +30,15 @@ from mcp.types import CallToolResult
 from osbp.backend.serving import PlatformServer
 from osbp.backend.settings import BackendSettings
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
+from osbp.protocol.clock import SystemClock
+from osbp.protocol.timeutil import format_instant, parse_instant
 from osbp.server.audit_cli import main as audit_main
 from tests.server.conftest import read_events
 
 pytestmark = pytest.mark.integration
 
 ORG = "gus_notary"
+NOW = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
 DAY = "2030-05-02"
 NOTARIZATION = "gus_notary_notarization"
 REMOTE_SIGNING = "gus_notary_remote_signing"
@@ -50,7 +54,7 @@ GIVEN, FAMILY = "Zelda", "Quokkaworth"
 def platform() -> Iterator[PlatformServer]:
     """The real platform on loopback with its test surface and a frozen clock."""
     settings = BackendSettings(
-        db=":memory:", port=0, now=datetime(2030, 5, 1, 12, 0, tzinfo=UTC), enable_testing=True
+        db=":memory:", port=0, now=NOW, enable_testing=True
     )
     with PlatformServer(settings) as server:
         yield server
@@ -94,16 +98,17 @@ def server_env(base_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
         "OSBP_STATE_PATH": str(tmp_path / "state" / "osbp.sqlite3"),
         "OSBP_AUDIT_LOG_PATH": str(tmp_path / "audit" / "events.jsonl"),
         "OSBP_LOG_LEVEL": "INFO",
+        # The platform's frozen instant: mandate expiry and audit times follow it, not the real date.
+        "OSBP_NOW": format_instant(NOW),
     } | extra
 
 
 @asynccontextmanager
-async def stdio_session(base_url: str, tmp_path: Path) -> AsyncIterator[Session]:
+async def stdio_session(base_url: str, tmp_path: Path, **extra: str) -> AsyncIterator[Session]:
     """Spawn `python -m osbp.server` over stdio, connected with the SDK's client."""
     stderr_path = tmp_path / "server.stderr"
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "osbp.server"], env=server_env(base_url, tmp_path), cwd=tmp_path
-    )
+    env = server_env(base_url, tmp_path, **extra)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "osbp.server"], env=env, cwd=tmp_path)
     stray: list[Exception] = []
 
     async def on_message(message: Any) -> None:
@@ -280,6 +285,45 @@ async def test_tampering_with_the_real_audit_log_is_caught(
         capsys.readouterr()
         assert audit_main(["verify", str(path)]) == 1, name
         assert capsys.readouterr().out.startswith(f"broken: line {line} "), name
+
+
+@pytest.mark.parametrize(
+    ("now", "expires_at", "outcome"),
+    [
+        # Long expired on the real clock, still valid on the server's: the preflight asks for approval.
+        ("2024-05-01T12:00:00Z", "2024-05-31T23:59:59-04:00", "requires_user_confirmation"),
+        # Valid on the real clock for decades, already expired on the server's.
+        ("2090-05-01T12:00:00Z", "2090-04-30T23:59:59-04:00", "mandate_expired"),
+    ],
+)
+@pytest.mark.anyio
+async def test_osbp_now_is_the_clock_of_mandate_expiry_and_of_the_audit(
+    platform: PlatformServer, testing: httpx2.Client, tmp_path: Path, now: str, expires_at: str, outcome: str
+):
+    """Platform choice (fixed clock for demos and traces): OSBP_NOW judges expiry and stamps the audit."""
+    frozen, expiry = parse_instant(now), parse_instant(expires_at)
+    assert frozen is not None
+    assert expiry is not None
+    # The premise: the real clock and the server's clock disagree about this mandate.
+    real_now = SystemClock().now()
+    assert (frozen < expiry < real_now) or (real_now < expiry < frozen)
+    day = (frozen.date() + timedelta(days=1)).isoformat()
+    assert testing.post("/_testing/clock", json={"now": now}).status_code == 200
+    try:
+        async with stdio_session(platform.base_url, tmp_path, OSBP_NOW=now) as s:
+            where = {"service_id": REMOTE_SIGNING, "schedule_id": ONLINE, "date": day}
+            slot = (await s.call("osbp_availability_find", where))["value"][0]
+            window = {"earliest_start": f"{day}T08:00:00", "latest_end": f"{day}T20:00:00"}
+            args = create_args(slot, "idem_e2e_clock", mandate=mandate(expires_at=expires_at, **window))
+            preflight = await s.call("osbp_booking_create", args)
+    finally:
+        testing.post("/_testing/reset")
+    assert preflight["problem"]["code"] == outcome, preflight
+    events = read_events(s.audit_path)
+    assert len(events) == 2
+    assert {event["created_at"] for event in events} == {now.replace("Z", ".000Z")}
+    warnings = [json.loads(line) for line in s.stderr_path.read_text(encoding="utf-8").splitlines()]
+    assert [line["now"] for line in warnings if line["msg"].startswith("fixed clock")] == [now]
 
 
 def call(request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
