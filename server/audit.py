@@ -23,6 +23,7 @@ prints it) somewhere else when that matters.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import threading
@@ -34,9 +35,9 @@ from typing import Any
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 
-from osbp.protocol.canonical import sha256_hex
+from osbp.protocol.canonical import canonical_json, sha256_hex
 from osbp.protocol.models import AuditEvent, PlatformIdentity, ToolName, UpstreamMeta
-from osbp.server.redaction import Redactor
+from osbp.server.redaction import Redactor, Scrubber
 
 __all__ = [
     "DEFAULT_AUDIT_PATH",
@@ -161,30 +162,32 @@ class AuditLog:
 
     def build(self, draft: AuditDraft, prev_hash: str) -> AuditRecord:
         """The redacted, hashed record of ``draft`` chained after ``prev_hash`` (pure)."""
-        redactor = self._redactor
-        known = redactor.discover(draft.input, draft.result)
-        safe_input = redactor.redact(draft.input, known)
-        safe_result = redactor.redact(draft.result, known)
+        # One scrubber for the whole call: the known strings are shared by every snapshot.
+        scrubber = self._redactor.prepare(self._redactor.discover(draft.input, draft.result))
+        safe_input = scrubber.redact(draft.input)
+        safe_result = scrubber.redact(draft.result)
         fields: dict[str, Any] = {
             "id": draft.id,
-            "mandate_id": redactor.scrub_text(draft.mandate_id, known) if draft.mandate_id else None,
+            "mandate_id": scrubber.scrub_text(draft.mandate_id) if draft.mandate_id else None,
             "tool_name": draft.tool_name,
             "created_at": format_created_at(draft.created_at),
             "source": SOURCE,
             "platform": draft.platform.to_wire() if draft.platform else None,
             # Upstream metadata carries no customer data by construction; scrub it anyway in case an
             # adapter let a contact-bearing path segment through.
-            "upstream": _scrub_strings(draft.upstream.to_wire(), redactor, known) if draft.upstream else None,
-            "input": safe_input,
-            "result": safe_result,
-            "input_hash": sha256_hex(safe_input),
-            "result_hash": sha256_hex(safe_result),
-            "mandate": redactor.redact(draft.mandate, known) if draft.mandate is not None else None,
+            "upstream": _scrub_strings(draft.upstream.to_wire(), scrubber) if draft.upstream else None,
+            "mandate": scrubber.redact(draft.mandate) if draft.mandate is not None else None,
             "decision": draft.decision.model_dump(exclude_none=True),
             "prev_hash": prev_hash,
         }
         wire = {key: value for key, value in fields.items() if value is not None}
-        wire["hash"] = record_hash(wire)
+        # The snapshots are the bulk of a record: serialize each canonically once, for its own hash and
+        # inside the record's.
+        canonical = {"input": canonical_json(safe_input), "result": canonical_json(safe_result)}
+        wire["input"], wire["result"] = safe_input, safe_result
+        wire["input_hash"] = hashlib.sha256(canonical["input"]).hexdigest()
+        wire["result_hash"] = hashlib.sha256(canonical["result"]).hexdigest()
+        wire["hash"] = hashlib.sha256(_spliced_canonical_json(wire, canonical)).hexdigest()
         return AuditRecord.model_validate(wire, strict=False)
 
     def _line(self, draft: AuditDraft, prev_hash: str) -> tuple[AuditRecord, bytes]:
@@ -224,11 +227,28 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _scrub_strings(node: Any, redactor: Redactor, known: frozenset[str]) -> Any:
+def _spliced_canonical_json(record: dict[str, Any], canonical: dict[str, bytes]) -> bytes:
+    """:func:`canonical_json` of ``record``, reusing the canonical bytes already made for some members.
+
+    RFC 8785 serializes an object as its members sorted by key, each ``"key":value`` with the value in
+    its own canonical form, so a member's canonical bytes are the same inside the record as alone. Record
+    keys are ASCII, so Python's sort is RFC 8785's UTF-16 code-unit order. Tests pin the equality.
+    """
+    members = []
+    for key in sorted(record):
+        value = canonical.get(key)
+        if value is None:
+            members.append(canonical_json({key: record[key]})[1:-1])
+        else:
+            members.append(canonical_json(key) + b":" + value)
+    return b"{" + b",".join(members) + b"}"
+
+
+def _scrub_strings(node: Any, scrubber: Scrubber) -> Any:
     if isinstance(node, dict):
-        return {key: _scrub_strings(value, redactor, known) for key, value in node.items()}
+        return {key: _scrub_strings(value, scrubber) for key, value in node.items()}
     if isinstance(node, list):
-        return [_scrub_strings(item, redactor, known) for item in node]
+        return [_scrub_strings(item, scrubber) for item in node]
     if isinstance(node, str):
-        return redactor.scrub_text(node, known)
+        return scrubber.scrub_text(node)
     return node

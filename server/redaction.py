@@ -22,6 +22,11 @@ Typical use (the audit log and the trace recorder do exactly this)::
     known = redactor.discover(tool_input, tool_result)
     safe_input = redactor.redact(tool_input, known)
     safe_result = redactor.redact(tool_result, known)
+
+When several snapshots share one set of known strings (the audit log redacts input, result, mandate and
+upstream metadata of one call), ``redactor.prepare(known)`` builds the known-strings pattern once and
+remembers each distinct string's scrubbed form: a slot list repeats the same names, addresses, hours and
+prices dozens of times, and scrubbing is a pure function of the string, so the output is identical.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ __all__ = [
     "PHONE_PATTERNS",
     "REDACTED",
     "Redactor",
+    "Scrubber",
 ]
 
 #: What a redacted value (or substring) is replaced with.
@@ -80,7 +86,9 @@ PHONE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\+\d(?:[\s().\-]{0,2}\d){6,14}"),
     re.compile(r"(?<![\w+])(?:\(\d{3}\)\s?|\d{3}[\-.\s])\d{3}[\-.\s]\d{4}(?!\w)"),
 )
-_TOKEN_MARKER = 'approval.token="' + REDACTED + '"'
+_TOKEN_PREFIX = 'approval.token="'  # noqa: S105  not a secret: the literal start of every token match
+_TOKEN_MARKER = _TOKEN_PREFIX + REDACTED + '"'
+_E164_SHAPED, _NATIONAL_SHAPED = PHONE_PATTERNS  # the first needs a "+", the second does not
 _NAME_KEYS = frozenset({"display_name", "given_name", "family_name"})
 
 
@@ -91,6 +99,40 @@ def _known_pattern(known: Iterable[str], min_length: int) -> re.Pattern[str] | N
     # Alphanumeric boundaries: a known "Al" must not eat the "Al" of "Always", but "_123456" still matches.
     alternation = "|".join(re.escape(s) for s in strings)
     return re.compile(rf"(?<![A-Za-z0-9])(?:{alternation})(?![A-Za-z0-9])")
+
+
+class Scrubber:
+    """One call's redaction: the known-strings pattern compiled once, each distinct string scrubbed once."""
+
+    def __init__(self, redactor: Redactor, pattern: re.Pattern[str] | None) -> None:
+        self._redactor = redactor
+        self._pattern = pattern
+        self._scrubbed: dict[str, str] = {}
+
+    def redact(self, value: Any) -> Any:
+        """A redacted deep copy of ``value``, as :meth:`Redactor.redact` with these known strings."""
+        return self._redact(value, "")
+
+    def scrub_text(self, text: str) -> str:
+        """``text`` scrubbed (the same as :meth:`Redactor.scrub_text` with these known strings)."""
+        done = self._scrubbed.get(text)
+        if done is None:
+            done = self._scrubbed[text] = _scrub(text, self._pattern)
+        return done
+
+    def _redact(self, node: Any, parent: str) -> Any:
+        if isinstance(node, Mapping):
+            allows = self._redactor.allows
+            kept: dict[str, Any] = {}
+            for key, value in node.items():
+                name = str(key)
+                kept[name] = self._redact(value, name) if allows(parent, name) else REDACTED
+            return kept
+        if isinstance(node, list):
+            return [self._redact(item, parent) for item in node]
+        if isinstance(node, str):
+            return self.scrub_text(node)
+        return node
 
 
 class Redactor:
@@ -129,7 +171,7 @@ class Redactor:
         elif isinstance(node, list):
             for item in node:
                 self._discover(item, parent, found)
-        elif isinstance(node, str):
+        elif isinstance(node, str) and _TOKEN_PREFIX in node:
             found.update(APPROVAL_TOKEN_PATTERN.findall(node))
 
     def _collect(self, node: Any, found: set[str], *, split_names: bool) -> None:
@@ -148,33 +190,28 @@ class Redactor:
             # A code typed as a number is still a code.
             found.add(str(node))
 
+    def prepare(self, known: Iterable[str] = ()) -> Scrubber:
+        """A :class:`Scrubber` for snapshots that share ``known`` (pattern built once, strings memoized)."""
+        return Scrubber(self, _known_pattern(known, self._min_known_length))
+
     def redact(self, value: Any, known: Iterable[str] = ()) -> Any:
         """A redacted deep copy of ``value``; ``known`` strings are scrubbed wherever they reappear."""
-        pattern = _known_pattern(known, self._min_known_length)
-        return self._redact(value, "", pattern)
-
-    def _redact(self, node: Any, parent: str, pattern: re.Pattern[str] | None) -> Any:
-        if isinstance(node, Mapping):
-            kept: dict[str, Any] = {}
-            for key, value in node.items():
-                name = str(key)
-                kept[name] = self._redact(value, name, pattern) if self.allows(parent, name) else REDACTED
-            return kept
-        if isinstance(node, list):
-            return [self._redact(item, parent, pattern) for item in node]
-        if isinstance(node, str):
-            return self._scrub(node, pattern)
-        return node
+        return self.prepare(known).redact(value)
 
     def scrub_text(self, text: str, known: Iterable[str] = ()) -> str:
         """``text`` with approval tokens, phone/email-shaped substrings and ``known`` strings redacted."""
-        return self._scrub(text, _known_pattern(known, self._min_known_length))
+        return _scrub(text, _known_pattern(known, self._min_known_length))
 
-    def _scrub(self, text: str, pattern: re.Pattern[str] | None) -> str:
+
+def _scrub(text: str, pattern: re.Pattern[str] | None) -> str:
+    # Each substring test is a necessary condition of the pattern after it, checked on the current text,
+    # so skipping a substitution never changes the result; it only spares most strings four regex passes.
+    if _TOKEN_PREFIX in text:
         text = APPROVAL_TOKEN_PATTERN.sub(_TOKEN_MARKER, text)
-        if pattern is not None:
-            text = pattern.sub(REDACTED, text)
+    if pattern is not None:
+        text = pattern.sub(REDACTED, text)
+    if "@" in text:
         text = EMAIL_PATTERN.sub(REDACTED, text)
-        for phone in PHONE_PATTERNS:
-            text = phone.sub(REDACTED, text)
-        return text
+    if "+" in text:
+        text = _E164_SHAPED.sub(REDACTED, text)
+    return _NATIONAL_SHAPED.sub(REDACTED, text)

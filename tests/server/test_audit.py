@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.models import PlatformIdentity, UpstreamMeta
@@ -109,6 +111,25 @@ def test_records_form_a_hash_chain_from_the_genesis_hash(tmp_path):
     for record in records:
         assert record["hash"] == record_hash(record)
     assert verify_chain(log.path).ok
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3)
+    ),
+    max_leaves=15,
+)
+
+
+@given(tool_input=st.dictionaries(st.text(max_size=6), _json_values, max_size=4), value=_json_values)
+def test_the_record_hash_is_the_sha256_of_the_whole_records_canonical_json(tool_input, value):
+    """Issue 4 (property): reusing the snapshots' canonical bytes still hashes the whole record exactly."""
+    log = AuditLog(Path("unused.jsonl"))
+    record = log.build(draft(input=tool_input, result={"ok": True, "value": value}), GENESIS_HASH).to_wire()
+    assert record["hash"] == record_hash(record)
+    assert record["input_hash"] == sha256_hex(record["input"])
+    assert record["result_hash"] == sha256_hex(record["result"])
 
 
 def test_a_log_reopened_later_continues_the_same_chain(tmp_path):

@@ -180,3 +180,47 @@ def test_redaction_is_deterministic(value):
     redactor = Redactor()
     snapshot = {"value": value, "secret": value}
     assert redactor.redact(snapshot) == redactor.redact(snapshot)
+
+
+_free_text = st.text(alphabet=string.ascii_letters + string.digits + ' +-().@_:"=', max_size=40)
+_samples = st.sampled_from(
+    [CHALLENGE, "Call +1 (555) 555-0100", "555.555.0199", "jane@example.com", "2026-05-05T13:00:00"]
+)
+_snapshots = st.recursive(
+    st.none() | st.booleans() | st.integers() | _free_text | _samples,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["value", "message", "text", "phone", "name", "code"]), children, max_size=4
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@given(_snapshots, _snapshots, st.sets(_names | _codes, max_size=4))
+def test_a_prepared_scrubber_redacts_exactly_like_the_redactor(first, second, extra_known):
+    """Platform choice (property): one call's prepared, memoizing scrubber changes speed, never output."""
+    redactor = Redactor()
+    known = redactor.discover(first, second) | extra_known
+    scrubber = redactor.prepare(known)
+    assert scrubber.redact(first) == redactor.redact(first, known)
+    assert scrubber.redact(second) == redactor.redact(second, known)
+    for text in _leaf_strings([first, second]):
+        assert scrubber.scrub_text(text) == redactor.scrub_text(text, known) == _reference_scrub(text, known)
+
+
+def _reference_scrub(text: str, known: set[str] | frozenset[str]) -> str:
+    """The scrubber as first written: every substitution applied, none skipped."""
+    from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
+    from osbp.server.redaction import EMAIL_PATTERN, PHONE_PATTERNS
+
+    text = APPROVAL_TOKEN_PATTERN.sub('approval.token="' + REDACTED + '"', text)
+    strings = sorted({s for s in known if len(s) >= 2 and s != REDACTED}, key=len, reverse=True)
+    if strings:
+        alternation = "|".join(re.escape(s) for s in strings)
+        text = re.sub(rf"(?<![A-Za-z0-9])(?:{alternation})(?![A-Za-z0-9])", REDACTED, text)
+    text = EMAIL_PATTERN.sub(REDACTED, text)
+    for phone in PHONE_PATTERNS:
+        text = phone.sub(REDACTED, text)
+    return text
