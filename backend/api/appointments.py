@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Header
 from starlette.responses import JSONResponse, Response
 
 from osbp.backend import appointments
-from osbp.backend.api.deps import RuntimeDep, problem_responses, version_pin
+from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses, version_pin
 from osbp.backend.idempotency import parse_key
 from osbp.backend.problems import Problem, problem_response
 from osbp.backend.wire import AppointmentCreate, AppointmentOut
@@ -94,12 +94,12 @@ def create_appointment(
 )
 def read_appointment(
     organization_id: str, appointment_id: str, runtime: RuntimeDep
-) -> AppointmentOut | Response:
+) -> Response:
     """One appointment with its native status."""
     found = appointments.get(
         runtime.db, organization_id=organization_id, appointment_id=appointment_id, now=runtime.clock.now()
     )
-    return problem_response(found) if isinstance(found, Problem) else found
+    return problem_response(found) if isinstance(found, Problem) else model_response(found)
 
 
 @router.post(
@@ -111,12 +111,12 @@ def read_appointment(
 )
 def cancel_appointment(
     organization_id: str, appointment_id: str, runtime: RuntimeDep
-) -> AppointmentOut | Response:
+) -> Response:
     """Cancel a pending or upcoming appointment (frees the provider's time)."""
     done = appointments.cancel(
         runtime.db, organization_id=organization_id, appointment_id=appointment_id, now=runtime.clock.now()
     )
-    return problem_response(done) if isinstance(done, Problem) else done
+    return problem_response(done) if isinstance(done, Problem) else model_response(done)
 
 
 @router.post(
@@ -126,9 +126,9 @@ def cancel_appointment(
         "organization_not_found", "appointment_not_found", "appointment_not_cancellable"
     ),
 )
-def mark_no_show(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> AppointmentOut | Response:
+def mark_no_show(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
     """The merchant marks a started appointment as a no-show."""
     done = appointments.mark_no_show(
         runtime.db, organization_id=organization_id, appointment_id=appointment_id, now=runtime.clock.now()
     )
-    return problem_response(done) if isinstance(done, Problem) else done
+    return problem_response(done) if isinstance(done, Problem) else model_response(done)

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from starlette.responses import Response
 
-from osbp.backend.api.deps import RuntimeDep, problem_responses, version_pin
+from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses, version_pin
 from osbp.backend.availability import find_slots
 from osbp.backend.catalog import (
     get_location,
@@ -46,7 +46,7 @@ def read_availability(
     date_: Annotated[str, Query(alias="date", pattern=DATE_PATTERN, description="merchant-local YYYY-MM-DD")],
     location_id: Annotated[str | None, Query(max_length=100)] = None,
     provider_id: Annotated[str | None, Query(max_length=100)] = None,
-) -> AvailabilityOut | Response:
+) -> Response:
     """Bookable slots (deprecated: carries Deprecation, Sunset and Link headers)."""
     try:
         day = date.fromisoformat(date_)
@@ -87,7 +87,7 @@ def read_availability(
             now=runtime.clock.now(),
         )
     price = service_price(service)
-    return AvailabilityOut(
+    found = AvailabilityOut(
         organization_id=organization_id,
         service_id=service_id,
         date=day.isoformat(),
@@ -110,3 +110,4 @@ def read_availability(
             for slot in slots
         ],
     )
+    return model_response(found)

@@ -1,18 +1,22 @@
-"""Dependencies shared by the routes: the runtime, and the documented version pin header."""
+"""What the routes share: the runtime and version-pin dependencies, and rendering a wire model."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
+from pydantic import BaseModel
+from starlette.responses import Response
 
 from osbp.backend.problems import PROBLEM_MEDIA_TYPE, TITLES
 from osbp.backend.runtime import Runtime
 
-__all__ = ["RuntimeDep", "problem_responses", "version_pin"]
+__all__ = ["RuntimeDep", "model_response", "problem_responses", "version_pin"]
 
 
-def _runtime(request: Request) -> Runtime:
+# The dependencies are `async def` on purpose: they never block, and FastAPI runs a plain `def`
+# dependency in the worker thread pool, a thread hand-off (and back) for every request.
+async def _runtime(request: Request) -> Runtime:
     runtime: Runtime = request.app.state.runtime
     return runtime
 
@@ -20,7 +24,7 @@ def _runtime(request: Request) -> Runtime:
 RuntimeDep = Annotated[Runtime, Depends(_runtime)]
 
 
-def version_pin(
+async def version_pin(
     bookwell_version: Annotated[
         str | None,
         Header(alias="Bookwell-Version", description="Dated API version, e.g. 2026-04-01 (the default)"),
@@ -37,3 +41,13 @@ def problem_responses(*codes: str) -> dict[int | str, dict[str, Any]]:
         entry = responses.setdefault(status, {"description": "", "content": {PROBLEM_MEDIA_TYPE: {}}})
         entry["description"] = ", ".join(filter(None, [entry["description"], code]))
     return responses
+
+
+def model_response(model: BaseModel) -> Response:
+    """A wire model rendered as the JSON response, exactly as its declared ``response_model`` would be.
+
+    The models are validated when built, so the route hands over finished bytes: FastAPI would otherwise
+    dump the model, validate the dump again and serialize it, in a second worker-thread hop for a
+    `def` route. The route's ``response_model`` still documents the shape in the OpenAPI schema.
+    """
+    return Response(model.model_dump_json(by_alias=True), media_type="application/json")

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends
 from sqlmodel import col, select
 from starlette.responses import Response
 
-from osbp.backend.api.deps import RuntimeDep, problem_responses, version_pin
+from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses, version_pin
 from osbp.backend.catalog import (
     get_organization,
     get_service,
@@ -27,11 +27,12 @@ router = APIRouter(prefix="/api", tags=["organizations"], dependencies=[Depends(
 
 
 @router.get("/organizations", response_model=OrganizationList)
-def list_organizations(runtime: RuntimeDep) -> OrganizationList:
+def list_organizations(runtime: RuntimeDep) -> Response:
     """Every organization on the platform."""
     with runtime.db.read() as session:
         organizations = session.exec(select(Organization).order_by(col(Organization.id))).all()
-        return OrganizationList(organizations=[organization_summary(item) for item in organizations])
+        listed = OrganizationList(organizations=[organization_summary(item) for item in organizations])
+    return model_response(listed)
 
 
 @router.get(
@@ -39,15 +40,16 @@ def list_organizations(runtime: RuntimeDep) -> OrganizationList:
     response_model=OrganizationOut,
     responses=problem_responses("organization_not_found"),
 )
-def read_organization(organization_id: str, runtime: RuntimeDep) -> OrganizationOut | Response:
+def read_organization(organization_id: str, runtime: RuntimeDep) -> Response:
     """One organization with its locations (address, coordinates, hours) and providers."""
     with runtime.db.read() as session:
         organization = get_organization(session, organization_id)
         if isinstance(organization, Problem):
             return problem_response(organization)
-        return organization_out(
+        found = organization_out(
             organization, locations_of(session, organization_id), providers_of(session, organization_id)
         )
+    return model_response(found)
 
 
 @router.get(
@@ -55,15 +57,16 @@ def read_organization(organization_id: str, runtime: RuntimeDep) -> Organization
     response_model=ServiceList,
     responses=problem_responses("organization_not_found"),
 )
-def list_services(organization_id: str, runtime: RuntimeDep) -> ServiceList | Response:
+def list_services(organization_id: str, runtime: RuntimeDep) -> Response:
     """Every service of the organization, each with its policy."""
     with runtime.db.read() as session:
         organization = get_organization(session, organization_id)
         if isinstance(organization, Problem):
             return problem_response(organization)
-        return ServiceList(
+        listed = ServiceList(
             services=[service_out(service) for service in services_of(session, organization_id)]
         )
+    return model_response(listed)
 
 
 @router.get(
@@ -71,7 +74,7 @@ def list_services(organization_id: str, runtime: RuntimeDep) -> ServiceList | Re
     response_model=ServiceOut,
     responses=problem_responses("organization_not_found", "service_not_found"),
 )
-def read_service(organization_id: str, service_id: str, runtime: RuntimeDep) -> ServiceOut | Response:
+def read_service(organization_id: str, service_id: str, runtime: RuntimeDep) -> Response:
     """One service with its policy."""
     with runtime.db.read() as session:
         organization = get_organization(session, organization_id)
@@ -80,4 +83,5 @@ def read_service(organization_id: str, service_id: str, runtime: RuntimeDep) -> 
         service = get_service(session, organization_id, service_id)
         if isinstance(service, Problem):
             return problem_response(service)
-        return service_out(service)
+        found = service_out(service)
+    return model_response(found)
