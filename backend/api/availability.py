@@ -65,18 +65,21 @@ def read_availability(
         service = get_service(session, organization_id, service_id)
         if isinstance(service, Problem):
             return problem_response(service)
-        locations = locations_of(session, organization_id)
-        providers = providers_of(session, organization_id)
+        # The whole list only when the query does not name one (a filtered query is the common case).
         if location_id is not None:
             location = get_location(session, organization_id, location_id)
             if isinstance(location, Problem):
                 return problem_response(location)
             locations = [location]
+        else:
+            locations = locations_of(session, organization_id)
         if provider_id is not None:
             provider = get_provider(session, organization_id, provider_id)
             if isinstance(provider, Problem):
                 return problem_response(provider)
             providers = [provider]
+        else:
+            providers = providers_of(session, organization_id)
         slots = find_slots(
             session,
             organization=organization,
