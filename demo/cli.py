@@ -12,15 +12,14 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import anyio
 
 from osbp.demo.narration import make_narrator
-from osbp.demo.scenarios import MANDATE_LIFETIME, VERTICALS
+from osbp.demo.scenarios import VERTICALS
 from osbp.demo.walkthrough import run_demo
-from osbp.protocol.clock import SystemClock
 from osbp.protocol.timeutil import parse_instant
 
 __all__ = ["DEFAULT_AUDIT_LOG", "build_parser", "main"]
@@ -43,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--now",
         metavar="INSTANT",
-        help="freeze the platform clock at this RFC 3339 instant (deterministic dates and slots)",
+        help="freeze the platform's and the MCP servers' clocks at this RFC 3339 instant, past or future "
+        "(deterministic dates, slots, mandate expiry and audit times)",
     )
     parser.add_argument("--json", action="store_true", help="print a machine-readable transcript instead")
     parser.add_argument(
@@ -61,12 +61,6 @@ def _parse_now(value: str | None) -> datetime | str | None:
     instant = parse_instant(value)
     if instant is None:
         return f"--now must be an RFC 3339 instant with Z or an offset, got {value!r}"
-    # The MCP server checks mandate expiry and approval TTLs on the real clock (it has no fixed-clock
-    # option), so a mandate written at a frozen instant long past would already have expired there.
-    if instant + MANDATE_LIFETIME - timedelta(days=1) < SystemClock().now():
-        return (
-            "--now may be at most 13 days in the past: the MCP server checks mandate expiry on the real clock"
-        )
     return instant
 
 

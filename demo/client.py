@@ -1,8 +1,9 @@
 """The agent's side of the wire: one OSBP MCP server subprocess per organization, driven by the SDK client.
 
 :func:`osbp_server` launches ``python -m osbp.server`` as a stdio subprocess with an explicit environment
-(a stdio child inherits only a handful of variables, so the platform URL, organization, state file and
-audit log are passed by name), captures the server's stderr in a file (the operator channel, where the
+(a stdio child inherits only a handful of variables, so the platform URL, organization, state file,
+audit log and, when the platform's clock is frozen, the same instant for the server's clock are passed by
+name), captures the server's stderr in a file (the operator channel, where the
 adapter's deprecation warning lands) and yields an :class:`OsbpClient`. Every tool result is checked
 against the transport contract on the way in: the text content is the compact JSON of the envelope and
 ``structured_content`` is the same value, with ``is_error`` exactly when ``ok`` is false.
@@ -15,6 +16,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -33,16 +35,19 @@ class TransportViolation(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
-    """What one OSBP MCP server process needs: platform, organization, state file and audit log."""
+    """What one OSBP MCP server process needs: platform, organization, state file, audit log, clock."""
 
     platform_base_url: str
     organization_id: str
     state_path: Path
     audit_log_path: Path
+    #: The platform's frozen instant, given to the server too (``OSBP_NOW``) so mandate expiry, approval
+    #: TTLs and audit ``created_at`` follow the same clock; ``None`` leaves the server on the real clock.
+    now: datetime | None = None
 
     def environment(self) -> dict[str, str]:
         """The ``OSBP_*`` variables the server and its adapter read."""
-        return {
+        variables = {
             "OSBP_PLATFORM_BASE_URL": self.platform_base_url,
             "OSBP_ORGANIZATION_ID": self.organization_id,
             "OSBP_STATE_PATH": str(self.state_path),
@@ -50,6 +55,10 @@ class ServerConfig:
             # The child's stdout is the protocol; keep Python from buffering its stderr log lines.
             "PYTHONUNBUFFERED": "1",
         }
+        if self.now is not None:
+            # Full precision, so the server's instant is the platform's to the microsecond.
+            variables["OSBP_NOW"] = self.now.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        return variables
 
 
 @dataclass(frozen=True, slots=True)

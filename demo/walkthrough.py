@@ -61,6 +61,8 @@ class _Run:
     control: PlatformControl
     base_url: str
     platform_now: datetime
+    #: The instant both clocks are frozen at (``--now``), or ``None`` when both run on the real clock.
+    frozen_now: datetime | None
     workdir: Path
     audit_log: Path
     result: DemoResult
@@ -80,6 +82,7 @@ class _Run:
             organization_id=vertical.organization_id,
             state_path=self.workdir / f"{vertical.key}-state.sqlite3",
             audit_log_path=self.audit_log,
+            now=self.frozen_now,
         )
 
     def errlog(self, name: str) -> Path:
@@ -318,7 +321,14 @@ async def run_demo(
         )
         with tempfile.TemporaryDirectory(prefix="osbp-demo-") as workdir:
             run = _Run(
-                narrator, platform.control, platform.base_url, platform_now, Path(workdir), audit_log, result
+                narrator,
+                platform.control,
+                platform.base_url,
+                platform_now,
+                now,
+                Path(workdir),
+                audit_log,
+                result,
             )
             mandates: dict[str, BookingMandate] = {}
             jobs = {key: ServerJob(run.config(VERTICALS[key]), run.errlog(key)) for key in vertical_keys}

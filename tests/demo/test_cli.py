@@ -15,7 +15,7 @@ from .conftest import REPO
 NOW = "2030-05-06T13:00:00Z"
 
 
-def _run_demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run_demo(tmp_path: Path, *args: str, now: str = NOW) -> subprocess.CompletedProcess[str]:
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     env = os.environ | {"TMPDIR": str(scratch)}
@@ -25,7 +25,7 @@ def _run_demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "osbp",
         "demo",
         "--now",
-        NOW,
+        now,
         "--audit-log",
         str(tmp_path / "audit.jsonl"),
     ]
@@ -79,6 +79,29 @@ def test_the_json_transcript_carries_the_booking_and_no_secret(tmp_path):
     assert phases[-4:] == ["approved_retry", "verification_send", "verification_retry", "status"]
     assert "apv_" not in result.stdout
     assert "+12125550142" not in result.stdout
+
+
+@pytest.mark.integration
+def test_the_demo_runs_at_any_instant_far_from_the_gallerys(tmp_path):
+    """Platform choice: the servers' clocks are frozen at --now too, so no instant is too far from today."""
+    result = _run_demo(tmp_path, now="2031-01-05T14:00:00Z")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("Receipt:") == 4
+    assert "→ price_exceeds_mandate (retryable: False)" in result.stdout
+
+
+@pytest.mark.integration
+def test_a_demo_long_in_the_past_books_and_audits_at_that_instant(tmp_path):
+    """Platform choice: mandate expiry and audit created_at follow --now, not the real clock."""
+    result = _run_demo(tmp_path, "--vertical", "dental", "--json", now="2021-03-01T14:00:00Z")
+    assert result.returncode == 0, result.stdout + result.stderr
+    transcript = json.loads(result.stdout)
+    assert transcript["ok"] is True
+    (dental,) = transcript["verticals"]
+    assert dental["booking"]["status"] == "booked"
+    events = (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()
+    assert events
+    assert {json.loads(line)["created_at"] for line in events} == {"2021-03-01T14:00:00.000Z"}
 
 
 def test_now_must_be_an_instant_with_an_offset(capsys):
