@@ -6,9 +6,10 @@ Two kinds of volatile value exist:
   meaningful across steps (the receipt's booking id is the status call's input). Each distinct value gets
   the next alias of its kind in order of first appearance (``aud_alias_1``, ``booking_alias_1``, …) and
   every occurrence, inside longer strings too, is replaced by it.
-* **readings** (audit ``created_at`` from the server's clock, RateLimit header values): not identifiers,
-  and two of them may coincide in one run but not in the next, so they are never numbered by value. They
-  become fixed placeholders by position (see :mod:`osbp.demo.trace_format`).
+* **readings** (RateLimit header values: a window's remaining quota and seconds to reset): not
+  identifiers, and two of them may coincide in one run but not in the next, so they are never numbered by
+  value. They become fixed placeholders by position (see :mod:`osbp.demo.trace_format`). Audit
+  ``created_at`` is no reading: the server's clock is frozen at the platform's instant while recording.
 
 :data:`ALIAS_PATTERN` recognises any alias or redaction placeholder; replay treats those as wildcards.
 """
@@ -30,7 +31,7 @@ ALIAS_KINDS: dict[str, str] = {
     "request": "req",
 }
 
-#: Matches one alias (``aud_alias_3``) or a fixed placeholder (``<created_at>``).
+#: Matches one alias (``aud_alias_3``) or a fixed placeholder (``<ratelimit>``).
 ALIAS_PATTERN = re.compile(r"\b(?:aud|booking|req)_alias_\d+\b|<[a-z_]+>")
 #: Anything replay must not compare literally: an alias, a placeholder or the redaction marker.
 PLACEHOLDER_PATTERN = re.compile(ALIAS_PATTERN.pattern + "|" + re.escape(REDACTED))

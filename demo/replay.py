@@ -1,17 +1,18 @@
 """Replay gallery traces against a fresh platform through the MCP server and check them.
 
 For each trace: reset the platform to seed data with the trace's frozen clock, launch a fresh OSBP MCP
-server subprocess, and replay every step's input through the MCP SDK client. Redacted inputs are filled
-back in from where the trace says they came from: a synthetic replay customer for customer fields, the
-token of the latest final-confirmation challenge for ``approval.token``, the code the platform just sent
-for ``verification_code`` (or a wrong one when the original was ``mistyped``). Aliases seen in results
+server subprocess with its clock frozen at the same instant (so nothing depends on the real date), and
+replay every step's input through the MCP SDK client. Redacted inputs are filled back in from where the
+trace says they came from: a synthetic replay customer for customer fields, the token of the latest
+final-confirmation challenge for ``approval.token``, the code the platform just sent for
+``verification_code`` (or a wrong one when the original was ``mistyped``). Aliases seen in results
 (``booking_alias_1``, ``aud_alias_3``) are bound to the actual values on first sight and substituted into
 later inputs.
 
-The check: each recorded result must be a *subset* of the actual one (every recorded key present with a
-matching value; lists element by element, or as an ordered subset with the recorded total when the trace
-shortened them), where aliases, placeholders and ``[redacted]`` match any text, and each step's
-``platform_write`` and ``platform_create_requests`` must be the same.
+The check: each recorded result and audit event must be a *subset* of the actual one (every recorded key
+present with a matching value; lists element by element, or as an ordered subset with the recorded total
+when the trace shortened them), where aliases, placeholders and ``[redacted]`` match any text, and each
+step's ``platform_write`` and ``platform_create_requests`` must be the same.
 """
 
 from __future__ import annotations
@@ -213,6 +214,10 @@ async def _replay_one(
             step.result, call.envelope, replayer.bindings, truncated=truncated
         ):
             report.mismatches.append(Mismatch(step.step, f"result.{where}", expected, got))
+        if step.audit is not None:
+            # Both clocks are frozen and upstream is the last-issued call, so the audit replays too.
+            for where, expected, got in is_subset(step.audit, actual.audit or {}, replayer.bindings):
+                report.mismatches.append(Mismatch(step.step, f"audit.{where}", expected, got))
         if actual.platform_write != step.platform_write:
             report.mismatches.append(
                 Mismatch(step.step, "platform_write", step.platform_write, actual.platform_write)
@@ -246,6 +251,7 @@ async def replay_traces(traces: Sequence[Trace]) -> list[ReplayReport]:
                     organization_id=trace.scenario.organization_id,
                     state_path=workdir / f"{turn}-{trace.name}.sqlite3",
                     audit_log_path=workdir / f"{turn}-{trace.name}-audit.jsonl",
+                    now=parse_instant(str(trace.clock.get("platform_now"))),
                 )
 
                 def work(trace: Trace = trace, config: ServerConfig = config, key: str = f"{turn}") -> Work:

@@ -10,8 +10,10 @@ Top level (gallery layout): ``osbp_trace_version`` ("0.1.0"), ``name``, ``source
 * per step: ``phase`` (``lookup``, ``policy_readback``, ``approval_preflight``, ``approved_retry``,
   ``verification_send``, ``verification_retry``, ``status``, ``idempotent_replay``, ``guardrail``,
   ``handoff``, …), ``user_approval`` (on an approved retry: the summary exactly as the user saw it),
-  ``audit`` (the server's audit event: aliased ``id`` and ``created_at``, ``decision``, ``platform`` and the
-  operator channel's ``upstream`` metadata, absent when the tool answered locally), ``platform_write``
+  ``audit`` (the server's audit event: aliased ``id``, ``created_at`` (the server's clock is frozen at the
+  platform's instant, so it is that instant), ``decision``, ``platform`` and the operator channel's
+  ``upstream`` metadata in full (the last-issued platform call; absent when the tool answered locally),
+  with request ids aliased and RateLimit readings replaced by a placeholder), ``platform_write``
   (whether the platform stored anything during the call) and ``platform_create_requests``, ``setup``
   (test-surface actions applied just before the call, e.g. ``{"arm": "slot_taken"}``), ``input_sources``
   (where a redacted input value came from: ``challenge`` for the approval token of the latest
@@ -39,8 +41,6 @@ from osbp.demo.recorder import Step
 from osbp.server.redaction import REDACTED, Redactor
 
 __all__ = [
-    "CONCURRENT_READS",
-    "CREATED_AT_PLACEHOLDER",
     "KEPT_SLOTS",
     "RATELIMIT_PLACEHOLDER",
     "TRACE_VERSION",
@@ -55,18 +55,10 @@ __all__ = [
 ]
 
 TRACE_VERSION = "0.1.0"
-#: Audit ``created_at`` comes from the server's own clock: a reading, replaced by position.
-CREATED_AT_PLACEHOLDER = "<created_at>"
 #: RateLimit headers carry a window's remaining quota and seconds-to-reset: readings as well.
 RATELIMIT_PLACEHOLDER = "<ratelimit>"
 #: Upstream metadata keys whose values are readings of the moment (the request id is an identifier).
 _RATELIMIT_READINGS = frozenset({"ratelimit", "x-ratelimit-remaining", "x-ratelimit-reset"})
-#: Tools whose adapter reads run concurrently (the audit's "last upstream call" is a race among them).
-_CONCURRENT_READ_TOOLS = frozenset({"availability.find", "policy.explain", "booking.create"})
-#: What every one of those concurrent reads' metadata has in common.
-_SHARED_UPSTREAM = ("status", "server", "api_version", "ratelimit")
-#: The ``call`` recorded in their place.
-CONCURRENT_READS = "GET (the last of the adapter's concurrent reads to answer; which one varies)"
 #: A long availability list keeps its first slots and the ones the agent went on to book.
 KEPT_SLOTS = 3
 TRUNCATION_RULE = (
@@ -169,7 +161,6 @@ REDACTION: dict[str, Any] = {
         "aud_alias_<n>": "audit event ids, numbered in order of first appearance",
         "booking_alias_<n>": "platform booking (appointment) ids",
         "req_alias_<n>": "upstream request ids",
-        CREATED_AT_PLACEHOLDER: "audit created_at (the server's clock)",
         RATELIMIT_PLACEHOLDER: "RateLimit header readings (remaining quota, seconds to reset)",
     },
     "customers": "synthetic people with 555 numbers and example.com addresses; redacted all the same",
@@ -184,7 +175,7 @@ def _register_identifiers(aliaser: Aliaser, steps: Sequence[Step]) -> None:
             aliaser.register("booking", [value.get("booking_id")])
         if step.tool == "booking.status" and step.result.get("ok") and isinstance(value, dict):
             aliaser.register("booking", [value.get("id")])
-        upstream = (_audit_view(step.tool, step.audit) or {}).get("upstream") or {}
+        upstream = (_audit_view(step.audit) or {}).get("upstream") or {}
         aliaser.register("request", [upstream.get("request_id")])
 
 
@@ -248,23 +239,12 @@ def _user_approvals(steps: Sequence[Step]) -> dict[int, str]:
     return approvals
 
 
-def _audit_view(tool: str, audit: dict[str, Any] | None) -> dict[str, Any] | None:
+def _audit_view(audit: dict[str, Any] | None) -> dict[str, Any] | None:
     if audit is None:
         return None
+    # Everything kept is deterministic: created_at is the server's frozen instant, and upstream is the
+    # last-*issued* platform call (not the last to answer), so only request ids and RateLimit readings vary.
     view = {key: audit[key] for key in _AUDIT_FIELDS if audit.get(key) is not None}
-    upstream = view.get("upstream")
-    if (
-        tool in _CONCURRENT_READ_TOOLS
-        and isinstance(upstream, dict)
-        and str(upstream.get("call")).startswith("GET ")
-    ):
-        # The adapter issues these reads concurrently and the audit keeps the last response to arrive, which
-        # varies from run to run: keep only what all of them share, so the trace stays reproducible.
-        view["upstream"] = {key: upstream[key] for key in _SHARED_UPSTREAM if key in upstream} | {
-            "call": CONCURRENT_READS
-        }
-    if "created_at" in view:
-        view["created_at"] = CREATED_AT_PLACEHOLDER
     upstream = view.get("upstream")
     if isinstance(upstream, dict) and isinstance(upstream.get("ratelimit"), dict):
         readings = {
@@ -311,7 +291,7 @@ def build_trace(
             phase=step.phase,
             input=clean(step.input),
             result=clean(_shortened(step, selected)),
-            audit=scrub(_audit_view(step.tool, step.audit)),
+            audit=scrub(_audit_view(step.audit)),
             platform_write=step.platform_write,
             platform_create_requests=step.platform_create_requests,
             setup=[dict(action) for action in step.setup] or None,

@@ -2,10 +2,12 @@
 
 :func:`record_gallery` starts one platform with its clock frozen at the gallery's instant and, for each
 scenario, resets the platform to seed data, launches a fresh OSBP MCP server subprocess (fresh state file,
-its own audit log), plays the scenario through the MCP SDK client and turns the recorded steps into a
-redacted, aliased :class:`~osbp.demo.trace_format.Trace`. A scenario whose run does not show what it
-claims (its guardrail codes, a receipt for a happy path) fails the recording instead of producing a
-misleading trace. :func:`write_gallery` replaces the folder's traces and README in one go.
+its own audit log, its clock frozen at the same instant), plays the scenario through the MCP SDK client
+and turns the recorded steps into a redacted, aliased :class:`~osbp.demo.trace_format.Trace`. A scenario
+whose run does not show what it claims (its guardrail codes, a receipt for a happy path) fails the
+recording instead of producing a misleading trace. :func:`write_gallery` replaces the folder's traces and
+README in one go. Nothing depends on the real date: both clocks are frozen, so the gallery regenerates
+the same bytes in any year.
 """
 
 from __future__ import annotations
@@ -56,8 +58,8 @@ def gallery_clock(now: datetime) -> dict[str, Any]:
         "platform_now": format_instant(now),
         "platform_clock": "frozen at platform_now (the platform's --now setting): dates, slots and the "
         "mandate window follow it",
-        "server_clock": "the MCP server's own clock (it has no fixed-clock option): audit created_at values "
-        "are replaced by a placeholder",
+        "server_clock": "frozen at platform_now too (the MCP server's --now / OSBP_NOW): mandate expiry and "
+        "approval TTLs are judged, and audit created_at is stamped, at that instant",
     }
 
 
@@ -133,6 +135,7 @@ async def record_gallery(
                     organization_id=scenario.vertical.organization_id,
                     state_path=workdir / f"{scenario.id}.sqlite3",
                     audit_log_path=workdir / f"{scenario.id}-audit.jsonl",
+                    now=now,
                 )
 
                 def work(scenario: GalleryScenario = scenario, config: ServerConfig = config) -> Work:

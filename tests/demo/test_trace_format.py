@@ -5,8 +5,6 @@ from typing import Any
 
 from osbp.demo.recorder import FROM_CHALLENGE, Step
 from osbp.demo.trace_format import (
-    CONCURRENT_READS,
-    CREATED_AT_PLACEHOLDER,
     KEPT_SLOTS,
     RATELIMIT_PLACEHOLDER,
     TraceExpected,
@@ -40,10 +38,13 @@ SCENARIO = TraceScenario(
 )
 
 
-def _audit(event_id: str, call: str, request_id: str) -> dict[str, Any]:
+LIFECYCLE = {"deprecation": "@1781308800", "sunset": "Fri, 01 Oct 2032 00:00:00 GMT"}
+
+
+def _audit(event_id: str, call: str, request_id: str, **upstream: str) -> dict[str, Any]:
     return {
         "id": event_id,
-        "created_at": "2026-11-30T13:05:32.810Z",
+        "created_at": "2030-05-06T13:00:00.000Z",
         "input_hash": "ab" * 32,
         "decision": {"ok": True},
         "upstream": {
@@ -51,8 +52,10 @@ def _audit(event_id: str, call: str, request_id: str) -> dict[str, Any]:
             "status": 200,
             "server": "Bookwell/0.1.0",
             "request_id": request_id,
+            "api_version": "2026-04-01",
             "ratelimit": {"ratelimit": '"default";r=998;t=57', "ratelimit-policy": '"default";q=1000;w=60'},
-        },
+        }
+        | upstream,
     }
 
 
@@ -82,7 +85,7 @@ def _steps() -> list[Step]:
             phase="lookup",
             input={"service_id": "svc", "date": "2030-05-07"},
             result={"ok": True, "value": [_slot(hour) for hour in range(9, 17)], "audit_event_id": "aud_111"},
-            audit=_audit("aud_111", "GET /api/organizations/o", "uuid-1"),
+            audit=_audit("aud_111", "GET /api/organizations/o/availability", "uuid-1", **LIFECYCLE),
             platform_write=False,
             platform_create_requests=0,
         ),
@@ -149,18 +152,25 @@ def test_volatile_identifiers_become_stable_aliases_everywhere():
     assert trace["audit_event_ids"] == ["aud_alias_1", "aud_alias_2", "aud_alias_3"]
     assert trace["receipt"]["booking_id"] == "booking_alias_1"
     assert trace["receipt"]["text"].endswith("Booking id: booking_alias_1.")
-    assert trace["steps"][2]["audit"]["upstream"]["request_id"] == "req_alias_1"
-    assert trace["steps"][2]["audit"]["created_at"] == CREATED_AT_PLACEHOLDER
+    assert trace["steps"][2]["audit"]["upstream"]["request_id"] == "req_alias_3"
     assert trace["steps"][2]["audit"]["upstream"]["ratelimit"]["ratelimit"] == RATELIMIT_PLACEHOLDER
     assert "input_hash" not in trace["steps"][2]["audit"]
 
 
-def test_a_concurrent_read_keeps_only_the_metadata_all_reads_share():
-    """Platform choice: which concurrent read answers last varies, so the trace must not depend on it."""
-    upstream = json.loads(_trace_text())["steps"][1]["audit"]["upstream"]
-    assert upstream["call"] == CONCURRENT_READS
-    assert "request_id" not in upstream
-    assert upstream["status"] == 200
+def test_the_audit_keeps_the_full_upstream_metadata_and_the_frozen_created_at():
+    """OSBP spec, Audit: the operator channel's metadata, Deprecation/Sunset included, stays in the trace."""
+    audit = json.loads(_trace_text())["steps"][0]["audit"]
+    assert audit["created_at"] == "2030-05-06T13:00:00.000Z"
+    assert audit["upstream"] == {
+        "call": "GET /api/organizations/o/availability",
+        "status": 200,
+        "server": "Bookwell/0.1.0",
+        "request_id": "req_alias_1",
+        "api_version": "2026-04-01",
+        "deprecation": "@1781308800",
+        "sunset": "Fri, 01 Oct 2032 00:00:00 GMT",
+        "ratelimit": {"ratelimit": RATELIMIT_PLACEHOLDER, "ratelimit-policy": '"default";q=1000;w=60'},
+    }
 
 
 def test_a_long_availability_list_keeps_its_first_slots_and_the_booked_one():

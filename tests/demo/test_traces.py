@@ -23,8 +23,9 @@ RAW_SHAPES = {
     "approval token": re.compile(r"apv_[A-Za-z0-9_\-]{8,}"),
     "provider image URL": re.compile(r"https?://images\."),
     "six-digit code": re.compile(r"(?<![\d.:\-])\d{6}(?![\d.:\-])"),
-    "server timestamp": re.compile(r"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z"),
 }
+#: A server timestamp (audit created_at): only the frozen instant of the trace's clock may appear.
+SERVER_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z")
 
 
 def _sentinels() -> set[str]:
@@ -70,6 +71,8 @@ def test_no_trace_carries_a_secret_a_contact_or_a_raw_volatile_value(path: Path)
         assert pattern.search(text) is None, pattern.pattern
     for what, pattern in RAW_SHAPES.items():
         assert pattern.search(text) is None, what
+    frozen = json.loads(text)["clock"]["platform_now"].replace("Z", ".000Z")
+    assert set(SERVER_TIMESTAMP.findall(text)) <= {frozen}
     for where, value in _walk(json.loads(text)):
         secret_field = where[-1] in {"token", "verification_code", "phone", "email", "display_name"}
         if (secret_field or where[-1] == "provider_image_url") and "input_sources" not in where:
@@ -94,8 +97,16 @@ def test_every_trace_follows_the_gallery_layout_with_our_extras(path: Path):
             upstream = step["audit"]["upstream"]
             assert upstream["call"].startswith("POST /api/organizations/"), f"step {number}"
             assert upstream["request_id"].startswith("req_alias_"), f"step {number}"
+        assert step["audit"]["created_at"] == trace["clock"]["platform_now"].replace("Z", ".000Z")
         if step["tool"] == "handoff.request" or step["result"].get("osbp_runtime"):
             assert "upstream" not in step["audit"], f"step {number}: answered locally"
+        if "upstream" in step["audit"]:
+            assert step["audit"]["upstream"]["request_id"].startswith("req_alias_"), f"step {number}"
+        if step["tool"] == "availability.find":
+            # The last-issued read is the availability endpoint's, and the operator sees its lifecycle.
+            upstream = step["audit"]["upstream"]
+            assert upstream["call"].endswith("/availability"), f"step {number}"
+            assert {"deprecation", "sunset"} <= set(upstream), f"step {number}"
     if scenario["expected"]["happy_path"]:
         phases = [step["phase"] for step in trace["steps"]]
         assert "approval_preflight" in phases
@@ -138,10 +149,13 @@ def test_the_whole_gallery_replays_as_recorded():
 
 @pytest.mark.integration
 def test_replay_fails_when_the_server_no_longer_answers_as_recorded(tmp_path):
-    """Issue 5 §2: replay is a real check; a changed Problem code is caught."""
+    """Issue 5 §2: replay is a real check; a changed Problem code or audited upstream call is caught."""
     trace = json.loads((GALLERY_DIR / "guardrail_currency_mismatch.json").read_text(encoding="utf-8"))
     refusal = next(step for step in trace["steps"] if step["phase"] == "guardrail")
     refusal["result"]["problem"]["code"] = "price_exceeds_mandate"
+    lookup = next(step for step in trace["steps"] if step["tool"] == "availability.find")
+    organization = lookup["audit"]["upstream"]["call"].removesuffix("/availability")
+    lookup["audit"]["upstream"]["call"] = organization
     tampered = tmp_path / "tampered.json"
     tampered.write_text(json.dumps(trace), encoding="utf-8")
     result = subprocess.run(
@@ -154,3 +168,6 @@ def test_replay_fails_when_the_server_no_longer_answers_as_recorded(tmp_path):
     )
     assert result.returncode == 1
     assert "result.problem.code: expected 'price_exceeds_mandate', got 'currency_mismatch'" in result.stdout
+    assert f"audit.upstream.call: expected {organization!r}, got {organization + '/availability'!r}" in (
+        result.stdout
+    )
