@@ -126,7 +126,7 @@ class ReferenceAdapter:
                 return Failure(availability)
             if isinstance(organization, Problem):
                 return Failure(organization)
-            return Success([translate.slot(native, organization) for native in availability.slots])
+            return Success(translate.slots(availability.slots, organization))
 
         return await at_edge(work)
 

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import get_args
@@ -76,6 +77,7 @@ __all__ = [
     "slot",
     "slot_from_request",
     "slot_id",
+    "slots",
     "wall_clock",
 ]
 
@@ -198,12 +200,49 @@ def _find_provider(organization: NativeOrganization, provider_id: str) -> Native
     return next((prov for prov in organization.providers if prov.id == provider_id), None)
 
 
+class _Denormalizer:
+    """One answer's shared translations: each location's place and each distinct price, made once.
+
+    A day of availability repeats the same location (hours, address) and price on every slot; these
+    translations are pure, so sharing them changes nothing but the time spent.
+    """
+
+    def __init__(self, organization: NativeOrganization) -> None:
+        self.organization = organization
+        self._places: dict[str, _Place] = {}
+        self._prices: dict[tuple[str, str | None, str], Money] = {}
+
+    def place(self, location_id: str) -> _Place:
+        found = self._places.get(location_id)
+        if found is None:
+            found = self._places[location_id] = _place(_find_location(self.organization, location_id))
+        return found
+
+    def price(self, native: NativePrice) -> Money:
+        key = (native.kind, native.amount, native.currency)
+        found = self._prices.get(key)
+        if found is None:
+            found = self._prices[key] = money(native)
+        return found
+
+
 def slot(native: NativeSlot, organization: NativeOrganization) -> Slot:
     """A native availability slot, denormalized with its organization and location."""
+    return _slot(native, _Denormalizer(organization))
+
+
+def slots(natives: Sequence[NativeSlot], organization: NativeOrganization) -> list[Slot]:
+    """Native availability slots, each as :func:`slot` makes it (shared parts translated once)."""
+    shared = _Denormalizer(organization)
+    return [_slot(native, shared) for native in natives]
+
+
+def _slot(native: NativeSlot, shared: _Denormalizer) -> Slot:
+    organization = shared.organization
     start_local = wall_clock(native.date, native.time)
     timezone = _known_zone(native.time_zone)
     starts_at, ends_at = _instants(start_local, native.duration_minutes, timezone)
-    place = _place(_find_location(organization, native.location_id))
+    place = shared.place(native.location_id)
     return Slot(
         id=slot_id(native.location_id, native.provider_id, native.service_id, start_local),
         organization_id=organization.id,
@@ -223,7 +262,7 @@ def slot(native: NativeSlot, organization: NativeOrganization) -> Slot:
         ends_at=ends_at,
         starts_at_local=start_local,
         ends_at_local=wall_clock(native.end_date, native.end_time),
-        price=money(native.price),
+        price=shared.price(native.price),
     )
 
 

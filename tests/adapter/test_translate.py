@@ -237,6 +237,23 @@ def test_in_person_slot_is_fully_denormalized() -> None:
     }
 
 
+def test_a_day_of_slots_translates_each_slot_exactly_as_alone() -> None:
+    """Platform choice: shared locations and prices are translated once per answer, with the same result."""
+    natives = [
+        native_slot(),
+        native_slot(time="14:00", end_time="15:00", provider_id="p2"),
+        native_slot(location_id="online", location_name="Online", time="15:00", end_time="16:00"),
+        native_slot(
+            time="16:00", end_time="17:00", price={"kind": "fixed", "amount": "80.00", "currency": "USD"}
+        ),
+        native_slot(time="17:00", end_time="18:00", price={"kind": "quote_required", "currency": "USD"}),
+        native_slot(location_id="nowhere", time="18:00", end_time="19:00"),
+    ]
+    assert translate.slots(natives, ORGANIZATION) == [translate.slot(n, ORGANIZATION) for n in natives]
+    displays = [slot.price.display for slot in translate.slots(natives, ORGANIZATION) if slot.price]
+    assert displays == ["$95.00", "$95.00", "$95.00", "$80.00", None, "$95.00"]
+
+
 def test_online_slot_omits_address_and_coordinates() -> None:
     """OSBP spec / issue 3: address and coordinates are omitted for online locations."""
     wire = translate.slot(native_slot(location_id="online", location_name="Online"), ORGANIZATION).to_wire()
