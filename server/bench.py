@@ -107,6 +107,8 @@ def _params(base_url: str, workdir: Path) -> StdioServerParameters:
         "OSBP_ORGANIZATION_ID": ORGANIZATION,
         "OSBP_STATE_PATH": str(workdir / "state.sqlite3"),
         "OSBP_AUDIT_LOG_PATH": str(workdir / "audit" / "events.jsonl"),
+        # The platform's frozen instant: the bench mandate must not expire when the real date passes it.
+        "OSBP_NOW": NOW.isoformat(),
     }
     return StdioServerParameters(command=sys.executable, args=["-m", "osbp.server"], env=env, cwd=workdir)
 
