@@ -108,6 +108,12 @@ def _envelope(outcome: Outcome, audit_event_id: str | None) -> dict[str, Any]:
     return envelope
 
 
+def _without_audit_id(envelope: dict[str, Any]) -> dict[str, Any]:
+    # The audit record's result is the envelope minus its own id; the value inside is shared, not
+    # dumped twice (the redactor copies what it keeps, and nothing mutates either).
+    return {key: value for key, value in envelope.items() if key != "audit_event_id"}
+
+
 def envelope_result(envelope: dict[str, Any]) -> CallToolResult:
     """The MCP result of an envelope: compact JSON text, the same object as structured content."""
     text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
@@ -194,7 +200,7 @@ class ToolDispatcher:
             tool_name=name,
             created_at=self._clock.now(),
             input=inp.to_wire(),
-            result=_envelope(outcome, None),
+            result=_without_audit_id(envelope),
             decision=Decision(
                 ok=outcome.ok,
                 code=outcome.problem.code if outcome.problem else None,

@@ -121,7 +121,13 @@ class Scrubber:
         return done
 
     def _redact(self, node: Any, parent: str) -> Any:
-        if isinstance(node, Mapping):
+        # Checked in order of frequency: most nodes of a snapshot are strings, then plain dicts.
+        if isinstance(node, str):
+            done = self._scrubbed.get(node)
+            if done is None:
+                done = self._scrubbed[node] = _scrub(node, self._pattern)
+            return done
+        if isinstance(node, dict | Mapping):
             allows = self._redactor.allows
             kept: dict[str, Any] = {}
             for key, value in node.items():
@@ -130,8 +136,6 @@ class Scrubber:
             return kept
         if isinstance(node, list):
             return [self._redact(item, parent) for item in node]
-        if isinstance(node, str):
-            return self.scrub_text(node)
         return node
 
 
@@ -161,7 +165,10 @@ class Redactor:
         return frozenset(found)
 
     def _discover(self, node: Any, parent: str, found: set[str]) -> None:
-        if isinstance(node, Mapping):
+        if isinstance(node, str):
+            if _TOKEN_PREFIX in node:
+                found.update(APPROVAL_TOKEN_PATTERN.findall(node))
+        elif isinstance(node, dict | Mapping):
             for key, value in node.items():
                 key = str(key)
                 if self.allows(parent, key):
@@ -171,8 +178,6 @@ class Redactor:
         elif isinstance(node, list):
             for item in node:
                 self._discover(item, parent, found)
-        elif isinstance(node, str) and _TOKEN_PREFIX in node:
-            found.update(APPROVAL_TOKEN_PATTERN.findall(node))
 
     def _collect(self, node: Any, found: set[str], *, split_names: bool) -> None:
         if isinstance(node, Mapping):
