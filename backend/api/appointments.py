@@ -1,4 +1,10 @@
-"""Appointments: idempotent create, read, cancel and no-show."""
+"""Appointments: idempotent create, read, cancel and no-show.
+
+Read routes are `async def` and query SQLite on the event loop: a read is a few indexed rows and a
+millisecond or two of Python, WAL readers never wait for a writer, and under the GIL a worker thread
+adds no parallelism, only a thread round trip per request. Routes that write (`BEGIN IMMEDIATE`, which
+may wait out the busy timeout) stay `def`, in the thread pool.
+"""
 
 from __future__ import annotations
 
@@ -92,7 +98,7 @@ def create_appointment(
     response_model=AppointmentOut,
     responses=problem_responses("organization_not_found", "appointment_not_found"),
 )
-def read_appointment(
+async def read_appointment(
     organization_id: str, appointment_id: str, runtime: RuntimeDep
 ) -> Response:
     """One appointment with its native status."""

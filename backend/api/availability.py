@@ -1,4 +1,10 @@
-"""Availability: computed slots for one service on one merchant-local date (a deprecated endpoint)."""
+"""Availability: computed slots for one service on one merchant-local date (a deprecated endpoint).
+
+Read routes are `async def` and query SQLite on the event loop: a read is a few indexed rows and a
+millisecond or two of Python, WAL readers never wait for a writer, and under the GIL a worker thread
+adds no parallelism, only a thread round trip per request. Routes that write (`BEGIN IMMEDIATE`, which
+may wait out the busy timeout) stay `def`, in the thread pool.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +45,7 @@ router = APIRouter(prefix="/api", tags=["availability"], dependencies=[Depends(v
         "provider_not_found",
     ),
 )
-def read_availability(
+async def read_availability(
     organization_id: str,
     runtime: RuntimeDep,
     service_id: Annotated[str, Query(min_length=1, max_length=100)],

@@ -1,4 +1,10 @@
-"""Organizations and their services (each service with its policy)."""
+"""Organizations and their services (each service with its policy).
+
+Read routes are `async def` and query SQLite on the event loop: a read is a few indexed rows and a
+millisecond or two of Python, WAL readers never wait for a writer, and under the GIL a worker thread
+adds no parallelism, only a thread round trip per request. Routes that write (`BEGIN IMMEDIATE`, which
+may wait out the busy timeout) stay `def`, in the thread pool.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ router = APIRouter(prefix="/api", tags=["organizations"], dependencies=[Depends(
 
 
 @router.get("/organizations", response_model=OrganizationList)
-def list_organizations(runtime: RuntimeDep) -> Response:
+async def list_organizations(runtime: RuntimeDep) -> Response:
     """Every organization on the platform."""
     with runtime.db.read() as session:
         organizations = session.exec(select(Organization).order_by(col(Organization.id))).all()
@@ -40,7 +46,7 @@ def list_organizations(runtime: RuntimeDep) -> Response:
     response_model=OrganizationOut,
     responses=problem_responses("organization_not_found"),
 )
-def read_organization(organization_id: str, runtime: RuntimeDep) -> Response:
+async def read_organization(organization_id: str, runtime: RuntimeDep) -> Response:
     """One organization with its locations (address, coordinates, hours) and providers."""
     with runtime.db.read() as session:
         organization = get_organization(session, organization_id)
@@ -57,7 +63,7 @@ def read_organization(organization_id: str, runtime: RuntimeDep) -> Response:
     response_model=ServiceList,
     responses=problem_responses("organization_not_found"),
 )
-def list_services(organization_id: str, runtime: RuntimeDep) -> Response:
+async def list_services(organization_id: str, runtime: RuntimeDep) -> Response:
     """Every service of the organization, each with its policy."""
     with runtime.db.read() as session:
         organization = get_organization(session, organization_id)
@@ -74,7 +80,7 @@ def list_services(organization_id: str, runtime: RuntimeDep) -> Response:
     response_model=ServiceOut,
     responses=problem_responses("organization_not_found", "service_not_found"),
 )
-def read_service(organization_id: str, service_id: str, runtime: RuntimeDep) -> Response:
+async def read_service(organization_id: str, service_id: str, runtime: RuntimeDep) -> Response:
     """One service with its policy."""
     with runtime.db.read() as session:
         organization = get_organization(session, organization_id)
