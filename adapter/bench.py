@@ -1,7 +1,8 @@
 """`osbp bench adapter`: the reference adapter against the real platform over loopback.
 
-Starts the platform (uvicorn on an ephemeral 127.0.0.1 port, in-memory database, frozen clock), builds
-the adapter on a throwaway state file, and runs N booking attempts through the canonical two calls:
+Starts the platform as its own process (``osbp backend``: uvicorn on an ephemeral 127.0.0.1 port,
+in-memory database, frozen clock), builds the adapter on a throwaway state file, and runs N booking
+attempts through the canonical two calls:
 the preflight (validated, challenged, nothing created) and the approved create. It reports p50/p99
 latency of both and the upstream requests each approved create made (target: at most 4, nothing
 fetched twice within one call), prints a table and writes ``bench-results/adapter.json``. Figures are
@@ -100,40 +101,39 @@ async def _attempt(adapter: ReferenceAdapter, key: str) -> tuple[float, float, l
     return preflight, create, [meta.call for meta in capture.calls]
 
 
-async def run(iterations: int, warmup: int = 3) -> dict[str, Any]:
+async def run(iterations: int, warmup: int = 10) -> dict[str, Any]:
     """Run the benchmark and return its figures (the JSON written to ``bench-results/adapter.json``)."""
-    from osbp.backend.serving import PlatformServer  # the platform is only the benchmark's target
-    from osbp.backend.settings import BackendSettings
+    from osbp.backend.process import PlatformProcess  # the platform is only the benchmark's target
 
-    platform_settings = BackendSettings(
-        db=":memory:", port=0, now=NOW, rate_limit_quota=1_000_000, log_level="WARNING"
-    )
     preflights: list[float] = []
     creates: list[float] = []
     upstream_counts: list[int] = []
     duplicated = 0
-    with tempfile.TemporaryDirectory(prefix="osbp-bench-adapter-") as state_dir:
-        async with PlatformServer(platform_settings) as server:
-            settings = AdapterSettings(
-                platform_base_url=server.base_url,
-                organization_id=ORGANIZATION,
-                state_path=Path(state_dir) / "osbp.sqlite3",
-            )
-            adapter = build_adapter(settings, clock=FixedClock(NOW))
-            try:
-                for index in range(warmup + iterations):
-                    preflight, create, calls = await _attempt(adapter, f"bench-{index:06d}")
-                    if index < warmup:
-                        continue
-                    preflights.append(preflight)
-                    creates.append(create)
-                    upstream_counts.append(len(calls))
-                    duplicated += sum(count - 1 for count in Counter(calls).values() if count > 1)
-            finally:
-                await adapter.aclose()
+    # The platform runs as its own process: in this interpreter it would share the adapter's GIL.
+    with (
+        tempfile.TemporaryDirectory(prefix="osbp-bench-adapter-") as state_dir,
+        PlatformProcess(db=":memory:", now=NOW, rate_limit_quota=1_000_000) as server,
+    ):
+        settings = AdapterSettings(
+            platform_base_url=server.base_url,
+            organization_id=ORGANIZATION,
+            state_path=Path(state_dir) / "osbp.sqlite3",
+        )
+        adapter = build_adapter(settings, clock=FixedClock(NOW))
+        try:
+            for index in range(warmup + iterations):
+                preflight, create, calls = await _attempt(adapter, f"bench-{index:06d}")
+                if index < warmup:
+                    continue
+                preflights.append(preflight)
+                creates.append(create)
+                upstream_counts.append(len(calls))
+                duplicated += sum(count - 1 for count in Counter(calls).values() if count > 1)
+        finally:
+            await adapter.aclose()
     return {
         "benchmark": "adapter",
-        "target": "reference adapter -> Bookwell platform over loopback (uvicorn, in-memory SQLite)",
+        "target": "reference adapter -> Bookwell platform process over loopback (uvicorn, in-memory SQLite)",
         "iterations": iterations,
         "warmup": warmup,
         "preflight": _summary(preflights),

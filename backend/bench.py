@@ -1,7 +1,8 @@
 """`osbp bench backend`: availability latency against history size, and concurrent create throughput.
 
-Runs the real platform under uvicorn on 127.0.0.1 with a SQLite file in a temporary folder, drives it
-over HTTP, prints a table and writes `bench-results/backend.json`. Figures are reported, not asserted.
+Runs the real platform as its own process (`osbp backend`, uvicorn on 127.0.0.1) with a SQLite file in a
+temporary folder, drives it over HTTP, prints a table and writes `bench-results/backend.json`. Figures are
+reported, not asserted.
 
 - Availability p50/p99 for one day with 0, 10,000 and 100,000 existing appointments in the organization
   (history bulk-inserted with direct SQL). The overlap query is an index range scan, so the 100,000 figure
@@ -30,9 +31,9 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import insert, text
 
+from osbp.backend.db import Database
 from osbp.backend.models import Appointment
-from osbp.backend.serving import PlatformServer
-from osbp.backend.settings import BackendSettings
+from osbp.backend.process import PlatformProcess
 
 __all__ = ["main"]
 
@@ -49,7 +50,7 @@ def _percentile(samples: list[float], q: int) -> float:
     return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
 
 
-def _insert_history(server: PlatformServer, start_index: int, count: int) -> None:
+def _insert_history(db: Database, start_index: int, count: int) -> None:
     """Bulk-insert `count` past, non-overlapping appointments (direct SQL, one transaction)."""
     if count <= 0:
         return
@@ -91,9 +92,9 @@ def _insert_history(server: PlatformServer, start_index: int, count: int) -> Non
                 "created_utc": starts - 86400 * 30,
             }
         )
-    with server.runtime.db.write() as session:
+    with db.write() as session:
         session.execute(insert(Appointment), rows)
-    with server.runtime.db.write() as session:
+    with db.write() as session:
         session.execute(text("ANALYZE"))
 
 
@@ -167,14 +168,14 @@ def _throughput(base_url: str, slots: list[dict[str, Any]], clients: int) -> tup
     return time.perf_counter() - started, statuses
 
 
-def _double_bookings(server: PlatformServer) -> int:
+def _double_bookings(db: Database) -> int:
     query = text(
         "SELECT COUNT(*) FROM appointment a JOIN appointment b ON a.provider_id = b.provider_id "
         "AND a.id < b.id AND a.starts_utc < b.ends_utc AND b.starts_utc < a.ends_utc "
         "WHERE a.status IN ('pending','confirmed') AND b.status IN ('pending','confirmed') "
         "AND a.starts_utc >= :since AND b.starts_utc >= :since"
     )
-    with server.runtime.db.read() as session:
+    with db.read() as session:
         return int(session.execute(query, {"since": int(NOW.timestamp())}).scalar_one())
 
 
@@ -193,21 +194,18 @@ def main(argv: Sequence[str]) -> int:
         "availability": [],
     }
     with tempfile.TemporaryDirectory(prefix="osbp-bench-") as folder:
-        settings = BackendSettings(
-            db=str(Path(folder) / "bench.db"),
-            port=0,
-            now=NOW,
-            rate_limit_quota=10_000_000,
-            log_level="WARNING",
-        )
+        path = str(Path(folder) / "bench.db")
+        # The platform runs as its own process (in this interpreter it would share the measuring client's
+        # GIL); this process reaches the same SQLite file directly to add history and count overlaps.
         with (
-            PlatformServer(settings) as server,
+            PlatformProcess(db=path, now=NOW, rate_limit_quota=10_000_000) as server,
             httpx2.Client(base_url=server.base_url, timeout=60) as client,
         ):
+            db = Database(path)
             inserted = 0
             for level in HISTORY_LEVELS:
                 console.log(f"history {level:,}: inserting and measuring availability")
-                _insert_history(server, inserted, level - inserted)
+                _insert_history(db, inserted, level - inserted)
                 inserted = level
                 p50, p99 = _availability(client, args.requests)
                 results["availability"].append(
@@ -229,7 +227,8 @@ def main(argv: Sequence[str]) -> int:
                 "creates_per_second": round(statuses[201] / seconds, 1),
                 "statuses": {str(status): count for status, count in sorted(statuses.items())},
             }
-            results["double_bookings"] = _double_bookings(server)
+            results["double_bookings"] = _double_bookings(db)
+            db.dispose()
     empty, largest = results["availability"][0], results["availability"][-1]
     results["availability_p50_ratio_100k_vs_empty"] = round(largest["p50_ms"] / empty["p50_ms"], 3)
     _report(console, results)
