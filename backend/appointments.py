@@ -18,7 +18,14 @@ from sqlmodel import Session, col, select
 
 from osbp.backend import idempotency
 from osbp.backend.availability import check_bookable, eligible
-from osbp.backend.catalog import get_location, get_organization, get_provider, get_service, service_price
+from osbp.backend.catalog import (
+    get_location,
+    get_organization,
+    get_provider,
+    get_service,
+    in_organization,
+    service_price,
+)
 from osbp.backend.contacts import check_email, check_phone
 from osbp.backend.db import Database
 from osbp.backend.models import Appointment, Customer, Service, VerificationChallenge
@@ -282,12 +289,10 @@ def appointment_out(appointment: Appointment, service: Service, now: datetime) -
 def _find(
     session: Session, organization_id: str, appointment_id: str
 ) -> tuple[Appointment, Service] | Problem:
-    organization = get_organization(session, organization_id)
-    if isinstance(organization, Problem):
-        return organization
     appointment = session.get(Appointment, appointment_id)
     if appointment is None or appointment.organization_id != organization_id:
-        return Problem("appointment_not_found", f"No appointment {appointment_id!r} at {organization_id!r}.")
+        detail = f"No appointment {appointment_id!r} at {organization_id!r}."
+        return in_organization(session, organization_id, Problem("appointment_not_found", detail))
     service = get_service(session, organization_id, appointment.service_id)
     if isinstance(service, Problem):
         return service

@@ -5,6 +5,8 @@ A lookup of an id that does not exist, or belongs to another organization, is a 
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from sqlmodel import Session, col, select
 
 from osbp.backend.models import Location, Organization, Provider, Service
@@ -25,12 +27,15 @@ from osbp.backend.wire import (
     ServiceOut,
 )
 
+T = TypeVar("T")
+
 __all__ = [
     "fixed_price",
     "get_location",
     "get_organization",
     "get_provider",
     "get_service",
+    "in_organization",
     "locations_of",
     "organization_out",
     "organization_summary",
@@ -54,6 +59,19 @@ def get_service(session: Session, organization_id: str, service_id: str) -> Serv
     found = session.get(Service, service_id)
     if found is None or found.organization_id != organization_id:
         return Problem("service_not_found", f"No service {service_id!r} at {organization_id!r}.")
+    return found
+
+
+def in_organization(session: Session, organization_id: str, found: T | Problem) -> T | Problem:
+    """``found``, unless the miss is really an unknown organization (then 404 `organization_not_found`).
+
+    Lets a route look up an organization's record directly and pay for the organization lookup only
+    on a miss: a record found under the organization proves the organization exists (foreign key).
+    """
+    if isinstance(found, Problem):
+        organization = get_organization(session, organization_id)
+        if isinstance(organization, Problem):
+            return organization
     return found
 
 

@@ -16,6 +16,7 @@ from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses,
 from osbp.backend.catalog import (
     get_organization,
     get_service,
+    in_organization,
     locations_of,
     organization_out,
     organization_summary,
@@ -83,10 +84,7 @@ async def list_services(organization_id: str, runtime: RuntimeDep) -> Response:
 async def read_service(organization_id: str, service_id: str, runtime: RuntimeDep) -> Response:
     """One service with its policy."""
     with runtime.db.read() as session:
-        organization = get_organization(session, organization_id)
-        if isinstance(organization, Problem):
-            return problem_response(organization)
-        service = get_service(session, organization_id, service_id)
+        service = in_organization(session, organization_id, get_service(session, organization_id, service_id))
         if isinstance(service, Problem):
             return problem_response(service)
         found = service_out(service)
