@@ -162,52 +162,52 @@ class AuditLog:
 
     def build(self, draft: AuditDraft, prev_hash: str) -> AuditRecord:
         """The redacted, hashed record of ``draft`` chained after ``prev_hash`` (pure)."""
+        return AuditRecord.model_validate(_chained(self._snapshot(draft), prev_hash), strict=False)
+
+    def _snapshot(self, draft: AuditDraft) -> _Snapshot:
         # One scrubber for the whole call: the known strings are shared by every snapshot.
         scrubber = self._redactor.prepare(self._redactor.discover(draft.input, draft.result))
         safe_input = scrubber.redact(draft.input)
         safe_result = scrubber.redact(draft.result)
+        # The snapshots are the bulk of a record: serialize each canonically once, for its own hash and
+        # inside the record's.
+        canonical = {"input": canonical_json(safe_input), "result": canonical_json(safe_result)}
+        # In AuditRecord's field order, so the written line reads like the model's wire form.
         fields: dict[str, Any] = {
             "id": draft.id,
             "mandate_id": scrubber.scrub_text(draft.mandate_id) if draft.mandate_id else None,
             "tool_name": draft.tool_name,
             "created_at": format_created_at(draft.created_at),
             "source": SOURCE,
+            "input": safe_input,
+            "result": safe_result,
+            "input_hash": hashlib.sha256(canonical["input"]).hexdigest(),
+            "result_hash": hashlib.sha256(canonical["result"]).hexdigest(),
             "platform": draft.platform.to_wire() if draft.platform else None,
             # Upstream metadata carries no customer data by construction; scrub it anyway in case an
             # adapter let a contact-bearing path segment through.
             "upstream": _scrub_strings(draft.upstream.to_wire(), scrubber) if draft.upstream else None,
             "mandate": scrubber.redact(draft.mandate) if draft.mandate is not None else None,
             "decision": draft.decision.model_dump(exclude_none=True),
-            "prev_hash": prev_hash,
         }
-        wire = {key: value for key, value in fields.items() if value is not None}
-        # The snapshots are the bulk of a record: serialize each canonically once, for its own hash and
-        # inside the record's.
-        canonical = {"input": canonical_json(safe_input), "result": canonical_json(safe_result)}
-        wire["input"], wire["result"] = safe_input, safe_result
-        wire["input_hash"] = hashlib.sha256(canonical["input"]).hexdigest()
-        wire["result_hash"] = hashlib.sha256(canonical["result"]).hexdigest()
-        wire["hash"] = hashlib.sha256(_spliced_canonical_json(wire, canonical)).hexdigest()
-        return AuditRecord.model_validate(wire, strict=False)
-
-    def _line(self, draft: AuditDraft, prev_hash: str) -> tuple[AuditRecord, bytes]:
-        record = self.build(draft, prev_hash)
-        # The hash covers the record's wire form; writing that same form keeps verification exact.
-        text = json.dumps(record.to_wire(), ensure_ascii=False, separators=(",", ":"))
-        return record, (text + "\n").encode("utf-8")
+        return _Snapshot({key: value for key, value in fields.items() if value is not None}, canonical)
 
     def append(self, draft: AuditDraft) -> AuditRecord:
         """Redact, chain and durably append one record; returns what was written."""
+        # Redaction and hashing of the snapshots need no lock; only the link to the last line does.
+        snapshot = self._snapshot(draft)
         with self._lock:
             fd = self._open()
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                record, line = self._line(draft, _last_hash(fd))
-                _write_all(fd, line)
+                wire = _chained(snapshot, _last_hash(fd))
+                # The very dict that was hashed is written, so verification sees exactly what was hashed.
+                line = json.dumps(wire, ensure_ascii=False, separators=(",", ":")) + "\n"
+                _write_all(fd, line.encode("utf-8"))
                 os.fsync(fd)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
-        return record
+        return AuditRecord.model_validate(wire, strict=False)
 
     async def aappend(self, draft: AuditDraft) -> AuditRecord:
         """:meth:`append` in a worker thread (file locking and fsync block)."""
@@ -225,6 +225,21 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    """A record without its place in the chain, plus the snapshots' canonical JSON bytes."""
+
+    fields: dict[str, Any]
+    canonical: dict[str, bytes]
+
+
+def _chained(snapshot: _Snapshot, prev_hash: str) -> dict[str, Any]:
+    """The record's wire form linked after ``prev_hash``, with its own ``hash``."""
+    wire = snapshot.fields | {"prev_hash": prev_hash}
+    wire["hash"] = hashlib.sha256(_spliced_canonical_json(wire, snapshot.canonical)).hexdigest()
+    return wire
 
 
 def _spliced_canonical_json(record: dict[str, Any], canonical: dict[str, bytes]) -> bytes:
