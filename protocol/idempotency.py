@@ -31,7 +31,7 @@ import anyio.to_thread
 
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import Clock, SystemClock
-from osbp.protocol.models import BookingCreateInput, Problem, Receipt, RuntimeDiagnostics
+from osbp.protocol.models import Booking, BookingCreateInput, Problem, Receipt, RuntimeDiagnostics
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.store import StateStore, duration_micros, to_micros
 
@@ -172,8 +172,12 @@ class IdempotencyStore:
             time.sleep(interval)
             interval = min(interval * 1.5, 0.2)
 
-    def complete(self, lease: Lease, receipt: Receipt) -> None:
-        """Settle the attempt with its receipt (after the platform create succeeded)."""
+    def complete(self, lease: Lease, receipt: Receipt, booking: Booking | None = None) -> None:
+        """Settle the attempt with its receipt (after the platform create succeeded).
+
+        ``booking``, when given, is the booking as the platform reported it at creation: kept in the same
+        transaction as a snapshot that :meth:`booking_snapshot` can serve when the platform cannot be read.
+        """
         now = to_micros(self._clock.now())
         with self._state.write() as db:
             # The receipt is booking truth: store it even if the lease was taken over meanwhile.
@@ -182,6 +186,20 @@ class IdempotencyStore:
                 " lease_expires = NULL, updated_at = ? WHERE key = ? AND payload_hash = ?",
                 (receipt.to_wire_json(), now, lease.key, lease.payload_hash),
             )
+            if booking is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO booking_snapshots (booking_id, idempotency_key, booking_json,"
+                    " recorded_at) VALUES (?, ?, ?, ?)",
+                    (booking.id, lease.key, booking.to_wire_json(), now),
+                )
+
+    def booking_snapshot(self, booking_id: str) -> Booking | None:
+        """The booking as it was when this store settled its create, if it did (never current state)."""
+        with self._state.read() as db:
+            row = db.execute(
+                "SELECT booking_json FROM booking_snapshots WHERE booking_id = ?", (booking_id,)
+            ).fetchone()
+        return None if row is None else Booking.model_validate_json(row[0])
 
     def release(self, lease: Lease) -> None:
         """Give the key back without a receipt (the attempt failed or stopped before creating)."""
@@ -203,9 +221,13 @@ class IdempotencyStore:
         """:meth:`claim` in a worker thread."""
         return await anyio.to_thread.run_sync(self.claim, key, payload_hash)
 
-    async def acomplete(self, lease: Lease, receipt: Receipt) -> None:
+    async def acomplete(self, lease: Lease, receipt: Receipt, booking: Booking | None = None) -> None:
         """:meth:`complete` in a worker thread."""
-        await anyio.to_thread.run_sync(self.complete, lease, receipt)
+        await anyio.to_thread.run_sync(self.complete, lease, receipt, booking)
+
+    async def abooking_snapshot(self, booking_id: str) -> Booking | None:
+        """:meth:`booking_snapshot` in a worker thread."""
+        return await anyio.to_thread.run_sync(self.booking_snapshot, booking_id)
 
     async def arelease(self, lease: Lease) -> None:
         """:meth:`release` in a worker thread."""

@@ -1,4 +1,5 @@
-"""The local OSBP state file: one SQLite database for idempotency records and pending approvals.
+"""The local OSBP state file: one SQLite database for idempotency records, pending approvals and the
+booking snapshots taken when a create settled (booking.status's documented not-fresh fallback).
 
 The file (default ``.osbp/state/osbp.sqlite3``, any path when configured) is
 shared safely by threads and processes: WAL journaling, a busy timeout, one short-lived connection per
@@ -40,6 +41,12 @@ CREATE TABLE IF NOT EXISTS approvals (
     spent_at       INTEGER
 );
 CREATE INDEX IF NOT EXISTS approvals_by_payload ON approvals (payload_hash, summary_hash);
+CREATE TABLE IF NOT EXISTS booking_snapshots (
+    booking_id     TEXT PRIMARY KEY,
+    idempotency_key TEXT NOT NULL,
+    booking_json   TEXT NOT NULL,
+    recorded_at    INTEGER NOT NULL
+);
 """
 
 

@@ -22,7 +22,7 @@ from osbp.protocol.idempotency import (
     Replay,
     booking_payload_hash,
 )
-from osbp.protocol.models import BookingCreateInput, Receipt
+from osbp.protocol.models import Booking, BookingCreateInput, Receipt
 from osbp.protocol.store import StateStore
 
 RECEIPT = Receipt(id="receipt_idem_1", booking_id="appt_1", text="Booked Regular cleaning.")
@@ -166,6 +166,36 @@ def test_settled_receipt_survives_a_restart(tmp_path: Path) -> None:
     restarted = IdempotencyStore(StateStore(path), clock=FixedClock(START))
     assert restarted.claim("idem_1", "hash_a") == Replay(RECEIPT)
     assert isinstance(restarted.claim("idem_1", "hash_b"), Conflict)
+
+
+def test_settling_with_a_booking_keeps_a_snapshot_that_survives_a_restart(tmp_path: Path) -> None:
+    """OSBP spec, booking.status: a local record is the documented fallback; it is kept durably at create."""
+    path = tmp_path / "s.sqlite3"
+    store = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+    booking = Booking(
+        id="appt_1",
+        status="booked",
+        service_id="svc",
+        schedule_id="sch",
+        provider_id="prov",
+        starts_at="2026-07-07T13:00:00Z",
+        starts_at_local="2026-07-07T09:00:00",
+        schedule_timezone="America/New_York",
+    )
+    claimed = store.claim("idem_1", "hash_a")
+    assert isinstance(claimed, Claimed)
+    store.complete(claimed.lease, RECEIPT, booking)
+    restarted = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+    assert restarted.booking_snapshot("appt_1") == booking
+    assert restarted.booking_snapshot("appt_2") is None
+
+
+def test_settling_without_a_booking_keeps_no_snapshot(store: IdempotencyStore) -> None:
+    """Platform choice: a snapshot exists only where the create reported the booking."""
+    claimed = store.claim("idem_1", "hash_a")
+    assert isinstance(claimed, Claimed)
+    store.complete(claimed.lease, RECEIPT)
+    assert store.booking_snapshot("appt_1") is None
 
 
 def test_concurrent_duplicate_threads_make_exactly_one_claim(tmp_path: Path) -> None:
