@@ -15,7 +15,8 @@
 6. **Create** with a native ``Idempotency-Key`` derived from the OSBP key, the mandate id and the receipt
    id in the appointment metadata, the customer passed through, and the verification code passed
    through (never stored, never logged) when present.
-7. **Receipt** stored under the idempotency key; the approval token spent.
+7. **Receipt** stored under the idempotency key, with a snapshot of the booking as created (the
+   documented fallback of booking.status); the approval token spent.
 
 booking.create never defaults anything: every id, the date and the time come from the input.
 """
@@ -182,7 +183,8 @@ class BookingFlow:
             booking_id=created.id,
             text=receipt_text(created, service_name, slot.provider_name),
         )
-        await self._idempotency.acomplete(lease, receipt)
+        # The booking as the platform just reported it: booking.status's not-fresh fallback.
+        await self._idempotency.acomplete(lease, receipt, translate.booking(created))
         await self._approvals.amark_spent(decision.token)
         return Success(receipt)
 

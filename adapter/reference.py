@@ -7,7 +7,9 @@
 * The read tools (service.describe, availability.find, policy.explain) fall back to the configured
   default service and schedule when the input omits them; booking.create never defaults anything
   (:mod:`osbp.adapter.booking`).
-* booking.status is always a direct platform read (current state); there is no cached fallback.
+* booking.status is a direct platform read (current state). Only when the platform cannot be reached
+  (``upstream_unavailable``) and this adapter created the booking does it answer from the snapshot taken
+  at creation, saying so in ``osbp_runtime.message``: that answer is never presented as fresh.
 * verification.send asks the platform to send a code by the channel the organization's services verify
   with; an organization without verification answers ``verification_not_supported``.
 * verification.verify is rejected with ``pre_verification_not_supported``: Bookwell checks and consumes
@@ -32,6 +34,7 @@ from osbp.adapter.problems import (
     INVALID_VERIFICATION_PURPOSE,
     MISSING_CONFIG,
     PRE_VERIFICATION_NOT_SUPPORTED,
+    UPSTREAM_UNAVAILABLE,
     VERIFICATION_NOT_SUPPORTED,
     at_edge,
 )
@@ -52,6 +55,7 @@ from osbp.protocol.models import (
     PolicyExplainInput,
     Problem,
     Receipt,
+    RuntimeDiagnostics,
     Service,
     ServiceDescribeInput,
     Slot,
@@ -64,17 +68,31 @@ from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.store import StateStore
 from osbp.protocol.timeutil import parse_date
 
-__all__ = ["ReferenceAdapter", "build_adapter"]
+__all__ = ["SNAPSHOT_FALLBACK", "ReferenceAdapter", "build_adapter"]
+
+#: ``osbp_runtime`` of a booking.status answered from the local snapshot (the spec: never pretend fresh).
+SNAPSHOT_FALLBACK = RuntimeDiagnostics(
+    message="The booking platform could not be reached. This is the booking as OSBP recorded it when it was "
+    "created here, not current platform state; check again later for its current status."
+)
 
 
 class ReferenceAdapter:
     """The seven-method OSBP adapter for one Bookwell organization."""
 
-    def __init__(self, settings: AdapterSettings, *, api: BookwellApi, booking: BookingFlow) -> None:
+    def __init__(
+        self,
+        settings: AdapterSettings,
+        *,
+        api: BookwellApi,
+        booking: BookingFlow,
+        snapshots: IdempotencyStore,
+    ) -> None:
         self._settings = settings
         self._org = settings.organization_id
         self._api = api
         self._booking = booking
+        self._snapshots = snapshots
 
     @property
     def platform(self) -> PlatformIdentity:
@@ -216,6 +234,10 @@ class ReferenceAdapter:
                 )
             native = await self._api.appointment(inp.booking_id)
             if isinstance(native, Problem):
+                if native.code == UPSTREAM_UNAVAILABLE:
+                    snapshot = await self._snapshots.abooking_snapshot(inp.booking_id)
+                    if snapshot is not None:
+                        return Success(snapshot, runtime=SNAPSHOT_FALLBACK)
                 return Failure(native)
             return Success(translate.booking(native))
 
@@ -242,10 +264,11 @@ def build_adapter(
         settings, platform=PLATFORM, version_header=VERSION_HEADER, transport=transport, notices=notices
     )
     api = BookwellApi(upstream, settings.organization_id)
+    idempotency = IdempotencyStore(state, clock=clock)
     booking = BookingFlow(
         api,
-        idempotency=IdempotencyStore(state, clock=clock),
+        idempotency=idempotency,
         approvals=ApprovalGate(state, clock=clock, token_source=token_source),
         clock=clock,
     )
-    return ReferenceAdapter(settings, api=api, booking=booking)
+    return ReferenceAdapter(settings, api=api, booking=booking, snapshots=idempotency)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from osbp.adapter import ReferenceAdapter
+from osbp.adapter.reference import SNAPSHOT_FALLBACK
 from osbp.backend.serving import PlatformServer
 from osbp.backend.settings import BackendSettings
 from osbp.protocol.clock import FixedClock
@@ -319,6 +320,26 @@ async def test_booking_status_of_an_unknown_id_is_booking_not_found(adapter: Ref
     assert (failure.problem.code, failure.problem.retryable) == ("booking_not_found", False)
     missing = problem_of(await adapter.get_booking(BookingStatusInput()))
     assert missing.problem.code == "booking_not_found"
+
+
+async def test_booking_status_falls_back_to_the_creation_snapshot_only_when_the_platform_is_unreachable(
+    platform: Platform, adapter: ReferenceAdapter, state_path: Path, clock: FixedClock
+) -> None:
+    """OSBP spec, booking.status: a local record is a documented fallback that never pretends to be fresh."""
+    receipt = value_of(await book(adapter, create_input()))
+    fresh = value_of(await adapter.get_booking(BookingStatusInput(booking_id=receipt.booking_id)))
+    offline = make_adapter(f"http://127.0.0.1:{_closed_port()}", state_path, clock)
+    try:
+        result = await offline.get_booking(BookingStatusInput(booking_id=receipt.booking_id))
+        unknown = problem_of(await offline.get_booking(BookingStatusInput(booking_id="apt_0000000000000000")))
+    finally:
+        await offline.aclose()
+    assert isinstance(result, Success)
+    assert result.value == fresh
+    assert result.runtime == SNAPSHOT_FALLBACK
+    assert result.runtime.idempotency is None
+    assert "not current platform state" in (result.runtime.message or "")
+    assert (unknown.problem.code, unknown.problem.retryable) == ("upstream_unavailable", True)
 
 
 def _closed_port() -> int:
