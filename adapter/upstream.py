@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 import threading
 from collections.abc import Mapping
@@ -39,6 +38,7 @@ import httpx2
 
 from osbp import OSBP_VERSION, __version__
 from osbp.adapter.settings import AdapterSettings
+from osbp.protocol.contact_shapes import is_contact_shaped
 from osbp.protocol.models import PlatformIdentity, UpstreamMeta
 from osbp.protocol.upstream import reserve_upstream
 
@@ -60,10 +60,6 @@ ADAPTER_NAME = "osbp-bookwell-adapter"
 
 logger = logging.getLogger("osbp.adapter.upstream")
 
-_EMAIL_SHAPED = re.compile(r"@")
-# A phone number in a common notation: digits with spaces, dots, dashes or parentheses, either in
-# international form (+ and 7+ digits) or a national number of 10+ digits (so a date stays readable).
-_PHONE_SHAPED = re.compile(r"^\+?[\d\s().\-]{7,}$")
 _RATELIMIT_NAMES = ("retry-after", "ratelimit", "ratelimit-policy")
 REDACTED = "{redacted}"
 
@@ -76,11 +72,7 @@ def user_agent() -> str:
 
 def redact_segment(value: str) -> str:
     """A path segment, or ``{redacted}`` when it is contact-shaped (an email address or phone number)."""
-    digits = sum(char.isdigit() for char in value)
-    phone = _PHONE_SHAPED.match(value) and digits >= (7 if value.startswith("+") else 10)
-    if _EMAIL_SHAPED.search(value) or phone:
-        return REDACTED
-    return value
+    return REDACTED if is_contact_shaped(value) else value
 
 
 def capture_meta(call: str, response: httpx2.Response, version_header: str) -> UpstreamMeta:

@@ -6,7 +6,7 @@ redacted, not leaked. Every surviving string is then scrubbed as free text:
 
 * approval tokens in the spec's retry instruction ``approval.token="<token>"`` (the token is redacted,
   the marker stays so a reader still sees that a challenge was issued);
-* phone-shaped and email-shaped substrings;
+* phone-shaped and email-shaped substrings (the shapes of :mod:`osbp.protocol.contact_shapes`);
 * every *known* sensitive string, wherever it reappears: the values the allowlist removed from the
   structured input (customer names and contacts, verification codes, approval tokens), the parts of a
   customer's name, and the tokens found in challenge messages.
@@ -36,12 +36,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
+from osbp.protocol.contact_shapes import EMAIL_PATTERN, PHONE_PATTERNS
 
 __all__ = [
     "ALLOWED_KEYS",
     "ALLOWED_PATHS",
-    "EMAIL_PATTERN",
-    "PHONE_PATTERNS",
     "REDACTED",
     "Redactor",
     "Scrubber",
@@ -78,14 +77,6 @@ ALLOWED_KEYS: frozenset[str] = frozenset(
 #: verification code at the top of a verification.verify input.
 ALLOWED_PATHS: frozenset[tuple[str, str]] = frozenset({("problem", "code")})
 
-#: Email-shaped substrings (RFC 5322 "dot-atom" shapes, generously).
-EMAIL_PATTERN = re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
-#: Phone-shaped substrings: E.164 with optional separators, and NANP-style national numbers. Dates,
-#: times, UTC offsets and money amounts do not match these shapes.
-PHONE_PATTERNS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"\+\d(?:[\s().\-]{0,2}\d){6,14}"),
-    re.compile(r"(?<![\w+])(?:\(\d{3}\)\s?|\d{3}[\-.\s])\d{3}[\-.\s]\d{4}(?!\w)"),
-)
 _TOKEN_PREFIX = 'approval.token="'  # noqa: S105  not a secret: the literal start of every token match
 _TOKEN_MARKER = _TOKEN_PREFIX + REDACTED + '"'
 _E164_SHAPED, _NATIONAL_SHAPED = PHONE_PATTERNS  # the first needs a "+", the second does not

@@ -10,7 +10,8 @@ import pytest
 
 from osbp.demo.gallery import GALLERY
 from osbp.demo.scenarios import VERTICALS
-from osbp.server.redaction import EMAIL_PATTERN, PHONE_PATTERNS, REDACTED
+from osbp.protocol.contact_shapes import EMAIL_PATTERN, PHONE_PATTERNS
+from osbp.server.redaction import REDACTED
 
 from .conftest import GALLERY_DIR, REPO
 

@@ -213,7 +213,7 @@ def test_a_prepared_scrubber_redacts_exactly_like_the_redactor(first, second, ex
 def _reference_scrub(text: str, known: set[str] | frozenset[str]) -> str:
     """The scrubber as first written: every substitution applied, none skipped."""
     from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
-    from osbp.server.redaction import EMAIL_PATTERN, PHONE_PATTERNS
+    from osbp.protocol.contact_shapes import EMAIL_PATTERN, PHONE_PATTERNS
 
     text = APPROVAL_TOKEN_PATTERN.sub('approval.token="' + REDACTED + '"', text)
     strings = sorted({s for s in known if len(s) >= 2 and s != REDACTED}, key=len, reverse=True)
