@@ -224,3 +224,17 @@ def _reference_scrub(text: str, known: set[str] | frozenset[str]) -> str:
     for phone in PHONE_PATTERNS:
         text = phone.sub(REDACTED, text)
     return text
+
+
+def test_the_scrubbers_substring_prechecks_hold_for_the_shared_contact_shapes():
+    """Platform choice: the scrubber skips a pattern only when a substring every match needs is absent."""
+    from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
+    from osbp.protocol.contact_shapes import EMAIL_PATTERN, PHONE_PATTERNS
+
+    e164, national = PHONE_PATTERNS  # exactly two: the scrubber runs them as "needs +" and "always"
+    assert e164.pattern.startswith(r"\+")
+    local, domain = EMAIL_PATTERN.pattern.split("@")  # one literal "@", outside any group or option:
+    assert local.count("(") == local.count(")")
+    assert not domain.startswith(("?", "*", "{", "|"))
+    assert APPROVAL_TOKEN_PATTERN.pattern.startswith(r'approval\.token="')
+    assert national.search("call 212-555-0199 today") is not None
