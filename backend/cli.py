@@ -73,6 +73,10 @@ def main(argv: Sequence[str]) -> int:
     server = ReadyServer(uvicorn_config(app), on_ready=announce)
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        # uvicorn shuts down gracefully on Ctrl-C, then re-raises the signal: the stop was asked for, so
+        # end with the conventional status for SIGINT instead of a traceback.
+        return 130
     finally:
         sock.close()
         app.state.runtime.db.dispose()

@@ -39,8 +39,7 @@ class ServerSettings(BaseSettings):
 
     platform_base_url: str | None = Field(
         default=None,
-        # OSBP_PLATFORM_URL is accepted too: it is the name the conformance battery and docs use.
-        validation_alias=AliasChoices("platform_base_url", "OSBP_PLATFORM_BASE_URL", "OSBP_PLATFORM_URL"),
+        validation_alias=AliasChoices("platform_base_url", "OSBP_PLATFORM_BASE_URL"),
         pattern=r"^https?://\S+$",
         description="Base URL of the booking platform.",
     )

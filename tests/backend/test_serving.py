@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -105,6 +106,25 @@ def test_concurrent_bookings_of_distinct_slots_all_succeed(tmp_path: Path):
     with PlatformServer(settings) as server:
         statuses = _race(server.base_url, bodies, [f"distinct-{index}" for index in range(len(bodies))])
     assert statuses == [201] * 8
+
+
+def test_ctrl_c_stops_the_cli_quietly_with_the_sigint_status():
+    """Platform choice: an interrupt is a requested stop: exit status 130 and no traceback on stderr."""
+    command = [sys.executable, "-m", "osbp", "backend", "--db", ":memory:", "--port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+    assert process.stdout is not None
+    threading.Thread(target=lambda: lines.put(process.stdout.readline()), daemon=True).start()  # type: ignore[union-attr]
+    try:
+        assert json.loads(lines.get(timeout=30))["event"] == "ready"
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert "Traceback" not in stderr
 
 
 def test_cli_announces_its_ephemeral_port_and_logs_json_with_request_ids():

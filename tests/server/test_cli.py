@@ -79,9 +79,9 @@ def test_flags_override_environment_variables(monkeypatch):
     assert settings.audit_log_path == Path("audit/from-env.jsonl")
 
 
-def test_osbp_platform_url_is_accepted_as_an_alias(monkeypatch):
-    """Platform choice: the conformance battery configures the server with OSBP_PLATFORM_URL."""
-    monkeypatch.setenv("OSBP_PLATFORM_URL", "http://127.0.0.1:2")
+def test_the_platform_url_is_read_from_the_adapters_own_variable(monkeypatch):
+    """Platform choice: one name for the platform URL, OSBP_PLATFORM_BASE_URL, shared with the adapter."""
+    monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", "http://127.0.0.1:2")
     monkeypatch.setenv("OSBP_ORGANIZATION_ID", "org")
     settings = load_settings([])
     assert isinstance(settings, ServerSettings)
