@@ -23,7 +23,6 @@ prints it) somewhere else when that matters.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import threading
@@ -35,7 +34,7 @@ from typing import Any
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
 
-from osbp.protocol.canonical import canonical_json, sha256_hex
+from osbp.protocol.canonical import canonical_json, canonical_object, sha256_hex, sha256_hex_bytes
 from osbp.protocol.models import AuditEvent, PlatformIdentity, ToolName, UpstreamMeta
 from osbp.server.redaction import Redactor, Scrubber
 
@@ -181,8 +180,8 @@ class AuditLog:
             "source": SOURCE,
             "input": safe_input,
             "result": safe_result,
-            "input_hash": hashlib.sha256(canonical["input"]).hexdigest(),
-            "result_hash": hashlib.sha256(canonical["result"]).hexdigest(),
+            "input_hash": sha256_hex_bytes(canonical["input"]),
+            "result_hash": sha256_hex_bytes(canonical["result"]),
             "platform": draft.platform.to_wire() if draft.platform else None,
             # Upstream metadata carries no customer data by construction; scrub it anyway in case an
             # adapter let a contact-bearing path segment through.
@@ -238,25 +237,8 @@ class _Snapshot:
 def _chained(snapshot: _Snapshot, prev_hash: str) -> dict[str, Any]:
     """The record's wire form linked after ``prev_hash``, with its own ``hash``."""
     wire = snapshot.fields | {"prev_hash": prev_hash}
-    wire["hash"] = hashlib.sha256(_spliced_canonical_json(wire, snapshot.canonical)).hexdigest()
+    wire["hash"] = sha256_hex_bytes(canonical_object(wire, snapshot.canonical))
     return wire
-
-
-def _spliced_canonical_json(record: dict[str, Any], canonical: dict[str, bytes]) -> bytes:
-    """:func:`canonical_json` of ``record``, reusing the canonical bytes already made for some members.
-
-    RFC 8785 serializes an object as its members sorted by key, each ``"key":value`` with the value in
-    its own canonical form, so a member's canonical bytes are the same inside the record as alone. Record
-    keys are ASCII, so Python's sort is RFC 8785's UTF-16 code-unit order. Tests pin the equality.
-    """
-    members = []
-    for key in sorted(record):
-        value = canonical.get(key)
-        if value is None:
-            members.append(canonical_json({key: record[key]})[1:-1])
-        else:
-            members.append(canonical_json(key) + b":" + value)
-    return b"{" + b",".join(members) + b"}"
 
 
 def _scrub_strings(node: Any, scrubber: Scrubber) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from osbp.protocol.canonical import canonical_json, sha256_hex
+from osbp.protocol.canonical import canonical_json, canonical_object, sha256_hex, sha256_hex_bytes
 from osbp.protocol.models import Money
 
 
@@ -40,3 +40,37 @@ def test_hash_ignores_key_order_and_formatting(value: Any) -> None:
     reparsed = json.loads(json.dumps(value, indent=2, sort_keys=False))
     assert sha256_hex(reparsed) == sha256_hex(value)
     assert len(sha256_hex(value)) == 64
+
+
+# RFC 8785 admits integers only in the I-JSON safe range.
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    st.dictionaries(st.text(max_size=6), _json_values, max_size=6),
+    st.data(),
+)
+def test_an_object_with_reused_member_bytes_is_exactly_its_canonical_json(members, data) -> None:
+    """RFC 8785 §3.2.3 (property): members serialized alone splice in unchanged, in UTF-16 key order."""
+    reused = data.draw(st.sets(st.sampled_from(sorted(members)) if members else st.nothing()))
+    precomputed = {key: canonical_json(members[key]) for key in reused}
+    assert canonical_object(members, precomputed) == canonical_json(members)
+
+
+def test_object_keys_sort_by_utf16_code_units_not_code_points() -> None:
+    """RFC 8785 §3.2.3: an astral key (surrogate pair 0xD8xx) sorts before U+FFFD, unlike code points."""
+    members = {"\ufffd": 1, "\U0001f600": 2}
+    assert canonical_object(members, {}) == canonical_json(members)
+    assert canonical_object(members, {}).index("\U0001f600".encode()) < canonical_object(members, {}).index(
+        "\ufffd".encode()
+    )
+
+
+def test_hash_of_canonical_bytes_is_the_hash_of_the_value() -> None:
+    """Platform choice: hashing reused canonical bytes equals hashing the value itself."""
+    value = {"b": [1, "x"], "a": None}
+    assert sha256_hex_bytes(canonical_json(value)) == sha256_hex(value)
