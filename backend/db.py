@@ -8,7 +8,9 @@ tests) shares one connection guarded by a lock.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -93,9 +95,27 @@ def _on_connect(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys = ON")
-    cursor.execute("PRAGMA journal_mode = WAL")
+    _switch_to_wal(cursor)
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.close()
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """Put the file in WAL mode (persistent), once, even when another process is creating it as well.
+
+    SQLite answers a journal-mode change that meets another writer with "database is locked" at once,
+    without its busy handler, so the switch is retried here for up to the busy timeout. A file already
+    in WAL mode (every connection after the first) needs no lock; `:memory:` stays in memory mode.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _on_begin(connection: Any) -> None:

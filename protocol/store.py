@@ -11,6 +11,8 @@ from the injected clock by the callers.
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from datetime import UTC, datetime, timedelta
@@ -50,6 +52,10 @@ CREATE TABLE IF NOT EXISTS booking_snapshots (
 """
 
 
+#: Serialises opening (journal mode and schema) among this process's threads.
+_OPEN_LOCK = threading.Lock()
+
+
 def to_micros(moment: datetime) -> int:
     """An aware datetime as integer microseconds since the Unix epoch."""
     if moment.tzinfo is None or moment.utcoffset() is None:
@@ -69,10 +75,29 @@ class StateStore:
         self.path = Path(path)
         self.busy_timeout_s = busy_timeout_s
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(self._open()) as connection:
-            # WAL lets readers proceed beside one writer; the mode is persistent in the file.
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.executescript(_SCHEMA)
+        # Opening is serialised among this process's threads; other processes are waited out (below).
+        with _OPEN_LOCK, closing(self._open()) as connection:
+            self._use_wal(connection)
+            # IMMEDIATE: the schema check and its creation are one write transaction, never a deferred
+            # read that fails to upgrade when another opener got there first.
+            connection.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+
+    def _use_wal(self, connection: sqlite3.Connection) -> None:
+        """Switch the file to WAL (persistent in the file), waiting out other openers.
+
+        Changing the journal mode needs an exclusive lock, and SQLite reports a conflict at once instead
+        of calling the busy handler; so a fresh file opened by several processes together is retried here
+        until the busy timeout. A file already in WAL needs no lock at all.
+        """
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                connection.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)
 
     def _open(self) -> sqlite3.Connection:
         # isolation_level=None: we issue BEGIN ourselves, so every transaction boundary is explicit.

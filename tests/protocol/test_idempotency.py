@@ -206,13 +206,18 @@ def test_concurrent_duplicate_threads_make_exactly_one_claim(tmp_path: Path) -> 
     lock = threading.Lock()
 
     def attempt() -> None:
-        store = IdempotencyStore(StateStore(path), clock=FixedClock(START))
-        barrier.wait(10)
-        outcome = store.claim("idem_1", "hash_a")
-        if isinstance(outcome, Claimed):
-            store.complete(outcome.lease, RECEIPT)
+        try:
+            store = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+            barrier.wait(10)
+            outcome = store.claim("idem_1", "hash_a")
+            if isinstance(outcome, Claimed):
+                store.complete(outcome.lease, RECEIPT)
+            name = type(outcome).__name__
+        except Exception as error:  # reported in the assertion below, not lost in a thread
+            barrier.abort()
+            name = repr(error)
         with lock:
-            outcomes.append(type(outcome).__name__)
+            outcomes.append(name)
 
     threads = [threading.Thread(target=attempt) for _ in range(8)]
     for thread in threads:
