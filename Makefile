@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install osbp with its dev extras
 
-lint: install ## Ruff lint
+lint: install ## Ruff lint and formatting
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 typecheck: install ## Mypy (strict on source)
 	$(BIN)/mypy

@@ -154,8 +154,6 @@ def dotted_name(mcp_name: str) -> ToolName | None:
     return definition.name if definition else None
 
 
-
-
 def mcp_tools() -> list[Tool]:
     """The eight MCP ``Tool`` declarations with the protocol's input and output schemas."""
     return [

@@ -98,9 +98,7 @@ def create_appointment(
     response_model=AppointmentOut,
     responses=problem_responses("organization_not_found", "appointment_not_found"),
 )
-async def read_appointment(
-    organization_id: str, appointment_id: str, runtime: RuntimeDep
-) -> Response:
+async def read_appointment(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
     """One appointment with its native status."""
     found = appointments.get(
         runtime.db, organization_id=organization_id, appointment_id=appointment_id, now=runtime.clock.now()
@@ -115,9 +113,7 @@ async def read_appointment(
         "organization_not_found", "appointment_not_found", "appointment_not_cancellable"
     ),
 )
-def cancel_appointment(
-    organization_id: str, appointment_id: str, runtime: RuntimeDep
-) -> Response:
+def cancel_appointment(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
     """Cancel a pending or upcoming appointment (frees the provider's time)."""
     done = appointments.cancel(
         runtime.db, organization_id=organization_id, appointment_id=appointment_id, now=runtime.clock.now()

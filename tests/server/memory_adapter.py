@@ -163,9 +163,7 @@ class MemoryAdapter:
     async def verify_code(self, inp: VerificationVerifyInput) -> AdapterResult[VerificationChallenge]:
         """verification.verify: no independent verify primitive here, so an adapter-specific Problem."""
         self._enter("verification.verify")
-        return Failure(
-            problem("verification_verify_unsupported", "Pass the code to booking.create instead.")
-        )
+        return Failure(problem("verification_verify_unsupported", "Pass the code to booking.create instead."))
 
     async def create_booking(self, inp: BookingCreateInput) -> AdapterResult[Receipt]:
         """booking.create: mandate validation, approval gate, verification and idempotency."""

@@ -191,9 +191,7 @@ log.close()
 def test_several_processes_appending_keep_one_valid_chain(tmp_path):
     """Platform choice (issue 4): concurrent server processes share one log and one valid chain."""
     path = tmp_path / "events.jsonl"
-    writers = [
-        subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(w), "40"]) for w in range(4)
-    ]
+    writers = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(w), "40"]) for w in range(4)]
     assert [writer.wait(timeout=120) for writer in writers] == [0, 0, 0, 0]
     report = verify_chain(path)
     assert report.ok, report.first_break

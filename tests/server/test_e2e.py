@@ -53,9 +53,7 @@ GIVEN, FAMILY = "Zelda", "Quokkaworth"
 @pytest.fixture(scope="module")
 def platform() -> Iterator[PlatformServer]:
     """The real platform on loopback with its test surface and a frozen clock."""
-    settings = BackendSettings(
-        db=":memory:", port=0, now=NOW, enable_testing=True
-    )
+    settings = BackendSettings(db=":memory:", port=0, now=NOW, enable_testing=True)
     with PlatformServer(settings) as server:
         yield server
 
