@@ -3,11 +3,24 @@
 Payload hashes (idempotency, approval binding) and audit hashes all go through :func:`canonical_json`, so
 two equal JSON values always hash the same regardless of key order or number formatting. Pydantic models
 are hashed in their wire form (absent optionals omitted).
+
+The ``rfc8785`` library is the reference serializer. It is pure Python, so a large value (a day of
+slots in an audit record) costs milliseconds; the standard library's C encoder writes the very same bytes
+whenever a value avoids the three places where the two formats differ, and :func:`_json_module_agrees`
+checks that before each use:
+
+* key order: RFC 8785 sorts by UTF-16 code units, ``json`` by code points; identical for ASCII keys;
+* floats: RFC 8785 writes ECMAScript number text, ``repr`` differs for integral floats (``40.0``) and
+  in exponent notation (below 1e-4 and from 1e16 on), and is identical otherwise;
+* integers: RFC 8785 refuses any beyond ±(2**53 - 1), ``json`` would write them.
+
+Anything else (another type, a lone surrogate) goes to ``rfc8785``, which also reports what is not JSON.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,9 +36,46 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
+_SAFE_INTEGER = 2**53 - 1
+
+
+def _json_module_agrees(value: Any) -> bool:
+    """Whether ``json.dumps(value, sort_keys=True)`` is exactly RFC 8785 for ``value`` (see the module)."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is str or kind is bool or node is None:
+            continue
+        if kind is dict:
+            for key in node:
+                if type(key) is not str or not key.isascii():
+                    return False
+            pending.extend(node.values())
+        elif kind is list or kind is tuple:
+            pending.extend(node)
+        elif kind is int:
+            if not -_SAFE_INTEGER <= node <= _SAFE_INTEGER:
+                return False
+        elif kind is float:
+            # Fixed notation in both formats, and not integral (NaN and infinities fail the range).
+            if not (1e-4 <= abs(node) < 1e16) or node.is_integer():
+                return False
+        else:
+            return False
+    return True
+
+
 def canonical_json(obj: Any) -> bytes:
     """The RFC 8785 canonical UTF-8 JSON bytes of a JSON value or pydantic model."""
-    return bytes(rfc8785.dumps(_plain(obj)))
+    value = _plain(obj)
+    if _json_module_agrees(value):
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: not JSON text, rfc8785 says so below
+            pass
+    return bytes(rfc8785.dumps(value))
 
 
 def sha256_hex(obj: Any) -> str:

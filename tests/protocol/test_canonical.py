@@ -6,7 +6,9 @@ import hashlib
 import json
 from typing import Any
 
-from hypothesis import given
+import pytest
+import rfc8785
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from osbp.protocol.canonical import canonical_json, canonical_object, sha256_hex, sha256_hex_bytes
@@ -74,3 +76,58 @@ def test_hash_of_canonical_bytes_is_the_hash_of_the_value() -> None:
     """Platform choice: hashing reused canonical bytes equals hashing the value itself."""
     value = {"b": [1, "x"], "a": None}
     assert sha256_hex_bytes(canonical_json(value)) == sha256_hex(value)
+
+
+# Everything a caller might hand over: any floats and integers (also outside RFC 8785's domain), any
+# code points (also lone surrogates and astral ones, in keys too), tuples beside lists.
+_any_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.floats()
+    | st.floats(min_value=-1e17, max_value=1e17)
+    | st.text(st.characters(codec=None)),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.text(st.characters(codec=None), max_size=4), inner, max_size=4)
+    ),
+    max_leaves=16,
+)
+
+
+# What rfc8785 raises for a value that is not JSON (UnicodeEncodeError: a lone surrogate in a key).
+_REFUSED = (rfc8785.CanonicalizationError, UnicodeEncodeError)
+
+
+def _reference(value: Any) -> bytes | None:
+    """rfc8785's bytes, or None where it refuses the value."""
+    try:
+        return rfc8785.dumps(value)
+    except _REFUSED:
+        return None
+
+
+@given(_any_values)
+@example({"b": 40.0, "a": 0.5, "c": -0.0})  # integral floats: ECMAScript writes 40 and 0
+@example(1e-4)  # the thresholds of repr's and ECMAScript's exponent notation, each on its own
+@example(9.5e-5)
+@example(1.5e-7)
+@example(123.456)
+@example(1e16)
+@example(1e21)
+@example(5e-324)
+@example({"\ufffd": 1, "\U0001f600": 2, "z": {"\u00e9": 3}})  # UTF-16 order differs from code points
+@example("\ud800")  # a lone surrogate is not JSON text
+@example({"n": 2**53})  # integers outside I-JSON's domain are refused
+@example([-(2**53) + 1])
+@example({"a\u2028\x00\x7f\x1f": '\x08\x0c\n\r\t"\\/'})  # every escape rule
+def test_canonical_json_is_byte_for_byte_the_rfc8785_reference(value: Any) -> None:
+    """The C-encoder fast path never changes a byte: equal to rfc8785.dumps, or refused like it."""
+    expected = _reference(value)
+    if expected is not None:
+        assert canonical_json(value) == expected
+    else:
+        with pytest.raises(_REFUSED):
+            canonical_json(value)
