@@ -150,7 +150,8 @@ class AuditLog:
         if self._fd is None:
             directory = self.path.parent
             if not directory.exists():
-                directory.mkdir(parents=True, mode=0o700)
+                # exist_ok: another server process may create it between the check and here.
+                directory.mkdir(parents=True, mode=0o700, exist_ok=True)
                 # mkdir's mode is filtered by the umask; the audit directory is private regardless.
                 directory.chmod(0o700)
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)

@@ -156,6 +156,20 @@ def test_the_log_file_is_0600_and_a_directory_it_creates_is_0700(tmp_path):
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
 
 
+def test_a_directory_another_process_creates_first_is_no_error(tmp_path, monkeypatch):
+    """Two servers starting on one new audit path: the one that loses the race to mkdir still opens."""
+    path = tmp_path / "race" / "events.jsonl"
+    path.parent.mkdir(mode=0o700)
+    real_exists = Path.exists
+    # The other process created the directory just after this one looked.
+    monkeypatch.setattr(Path, "exists", lambda self: False if self == path.parent else real_exists(self))
+    log = AuditLog(path)
+    log.append(draft())
+    log.close()
+    assert len(lines(path)) == 1
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
 def test_an_existing_world_readable_log_is_made_private(tmp_path):
     """Platform choice: a log created by someone else's umask is tightened to 0600 on open."""
     path = tmp_path / "events.jsonl"
