@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 import sys
 import threading
 from collections.abc import Mapping
@@ -51,6 +52,7 @@ __all__ = [
     "UpstreamResponse",
     "UpstreamUnavailable",
     "capture_meta",
+    "platform_tls",
     "redact_segment",
     "user_agent",
 ]
@@ -137,6 +139,19 @@ class UpstreamUnavailable:
 UpstreamOutcome = UpstreamResponse | UpstreamUnavailable
 
 
+def platform_tls(base_url: str) -> ssl.SSLContext | bool:
+    """How the platform client verifies TLS.
+
+    An ``https://`` platform is verified against the trusted certificate authorities (True: httpx2's
+    default). Loading them costs about 50 ms at start-up, so an ``http://`` platform (the synthetic one
+    on loopback), which never speaks TLS and whose redirects are not followed, gets a context that trusts
+    no authority at all: free to build, and any TLS connection made with it fails closed.
+    """
+    if httpx2.URL(base_url).scheme == "https":
+        return True
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
 class Upstream:
     """The single HTTP helper: one keep-alive client, pinned, identified, captured."""
 
@@ -167,6 +182,7 @@ class Upstream:
             transport=transport,
             # Proxies and netrc from the environment must not silently reroute platform traffic.
             trust_env=False,
+            verify=platform_tls(settings.platform_base_url),
         )
 
     async def fetch(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import ssl
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from osbp.adapter.upstream import (
     Upstream,
     UpstreamResponse,
     UpstreamUnavailable,
+    platform_tls,
     redact_segment,
     user_agent,
 )
@@ -406,3 +408,16 @@ async def test_availability_find_audits_the_availability_response_even_when_it_a
     assert capture.last is not None
     assert capture.last.call == "GET /api/organizations/carolyns_dental/availability"
     assert (capture.last.deprecation, capture.last.sunset) == ("@1781308800", "Fri, 01 Oct 2032 00:00:00 GMT")
+
+
+def test_an_https_platform_is_verified_against_the_trusted_authorities() -> None:
+    assert platform_tls("https://platform.example/api") is True
+
+
+def test_an_http_platform_gets_a_tls_context_that_trusts_no_one() -> None:
+    """Platform choice: no CA bundle is loaded for a plain-HTTP platform, and TLS with it fails closed."""
+    context = platform_tls("http://127.0.0.1:8400")
+    assert isinstance(context, ssl.SSLContext)
+    assert context.verify_mode is ssl.CERT_REQUIRED
+    assert context.check_hostname is True
+    assert context.cert_store_stats()["x509_ca"] == 0
