@@ -10,6 +10,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
+from osbp.backend.catalog_cache import CatalogCache, install_catalog_revision
 from osbp.backend.clock import PlatformClock
 from osbp.backend.db import Database
 from osbp.backend.ratelimit import RateLimiter
@@ -32,6 +33,7 @@ class Runtime:
     clock: PlatformClock
     tokens: TokenSource
     limiter: RateLimiter
+    catalog: CatalogCache = field(default_factory=CatalogCache)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _armed: dict[str, str] = field(default_factory=dict)
     _create_requests: Counter[str] = field(default_factory=Counter)
@@ -42,6 +44,7 @@ class Runtime:
         db = Database(settings.db)
         db.create_all()
         with db.write() as session:
+            install_catalog_revision(session.connection())
             seed(session)
         return cls(
             settings=settings,

@@ -11,7 +11,7 @@ from starlette.responses import Response
 from osbp.backend.problems import PROBLEM_MEDIA_TYPE, TITLES
 from osbp.backend.runtime import Runtime
 
-__all__ = ["RuntimeDep", "model_response", "problem_responses", "version_pin"]
+__all__ = ["RuntimeDep", "json_response", "model_json", "model_response", "problem_responses", "version_pin"]
 
 
 # The dependencies are `async def` on purpose: they never block, and FastAPI runs a plain `def`
@@ -50,4 +50,14 @@ def model_response(model: BaseModel) -> Response:
     dump the model, validate the dump again and serialize it, in a second worker-thread hop for a
     `def` route. The route's ``response_model`` still documents the shape in the OpenAPI schema.
     """
-    return Response(model.model_dump_json(by_alias=True), media_type="application/json")
+    return json_response(model_json(model))
+
+
+def model_json(model: BaseModel) -> bytes:
+    """A wire model's JSON bytes, as :func:`model_response` sends them."""
+    return model.model_dump_json(by_alias=True).encode()
+
+
+def json_response(body: bytes) -> Response:
+    """Finished JSON bytes as the response."""
+    return Response(body, media_type="application/json")

@@ -1,5 +1,8 @@
 """Organizations and their services (each service with its policy).
 
+Answers are rendered once per catalog revision and then served from the runtime's `CatalogCache`
+(`osbp.backend.catalog_cache`): the revision is read in the same transaction as the rows.
+
 Read routes are `async def` and query SQLite on the event loop: a read is a few indexed rows and a
 millisecond or two of Python, WAL readers never wait for a writer, and under the GIL a worker thread
 adds no parallelism, only a thread round trip per request. Routes that write (`BEGIN IMMEDIATE`, which
@@ -12,7 +15,7 @@ from fastapi import APIRouter, Depends
 from sqlmodel import col, select
 from starlette.responses import Response
 
-from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses, version_pin
+from osbp.backend.api.deps import RuntimeDep, json_response, model_json, problem_responses, version_pin
 from osbp.backend.catalog import (
     get_organization,
     get_service,
@@ -24,6 +27,7 @@ from osbp.backend.catalog import (
     service_out,
     services_of,
 )
+from osbp.backend.catalog_cache import catalog_revision
 from osbp.backend.models import Organization
 from osbp.backend.problems import Problem, problem_response
 from osbp.backend.wire import OrganizationList, OrganizationOut, ServiceList, ServiceOut
@@ -37,9 +41,13 @@ router = APIRouter(prefix="/api", tags=["organizations"], dependencies=[Depends(
 async def list_organizations(runtime: RuntimeDep) -> Response:
     """Every organization on the platform."""
     with runtime.db.read() as session:
-        organizations = session.exec(select(Organization).order_by(col(Organization.id))).all()
-        listed = OrganizationList(organizations=[organization_summary(item) for item in organizations])
-    return model_response(listed)
+
+        def render() -> bytes:
+            organizations = session.exec(select(Organization).order_by(col(Organization.id))).all()
+            listed = OrganizationList(organizations=[organization_summary(item) for item in organizations])
+            return model_json(listed)
+
+        return _answer(runtime.catalog.get_or_render(catalog_revision(session), ("organizations",), render))
 
 
 @router.get(
@@ -50,13 +58,17 @@ async def list_organizations(runtime: RuntimeDep) -> Response:
 async def read_organization(organization_id: str, runtime: RuntimeDep) -> Response:
     """One organization with its locations (address, coordinates, hours) and providers."""
     with runtime.db.read() as session:
-        organization = get_organization(session, organization_id)
-        if isinstance(organization, Problem):
-            return problem_response(organization)
-        found = organization_out(
-            organization, locations_of(session, organization_id), providers_of(session, organization_id)
-        )
-    return model_response(found)
+
+        def render() -> bytes | Problem:
+            organization = get_organization(session, organization_id)
+            if isinstance(organization, Problem):
+                return organization
+            locations = locations_of(session, organization_id)
+            providers = providers_of(session, organization_id)
+            return model_json(organization_out(organization, locations, providers))
+
+        key = ("organization", organization_id)
+        return _answer(runtime.catalog.get_or_render(catalog_revision(session), key, render))
 
 
 @router.get(
@@ -67,13 +79,16 @@ async def read_organization(organization_id: str, runtime: RuntimeDep) -> Respon
 async def list_services(organization_id: str, runtime: RuntimeDep) -> Response:
     """Every service of the organization, each with its policy."""
     with runtime.db.read() as session:
-        organization = get_organization(session, organization_id)
-        if isinstance(organization, Problem):
-            return problem_response(organization)
-        listed = ServiceList(
-            services=[service_out(service) for service in services_of(session, organization_id)]
-        )
-    return model_response(listed)
+
+        def render() -> bytes | Problem:
+            organization = get_organization(session, organization_id)
+            if isinstance(organization, Problem):
+                return organization
+            services = services_of(session, organization_id)
+            return model_json(ServiceList(services=[service_out(service) for service in services]))
+
+        key = ("services", organization_id)
+        return _answer(runtime.catalog.get_or_render(catalog_revision(session), key, render))
 
 
 @router.get(
@@ -84,8 +99,15 @@ async def list_services(organization_id: str, runtime: RuntimeDep) -> Response:
 async def read_service(organization_id: str, service_id: str, runtime: RuntimeDep) -> Response:
     """One service with its policy."""
     with runtime.db.read() as session:
-        service = in_organization(session, organization_id, get_service(session, organization_id, service_id))
-        if isinstance(service, Problem):
-            return problem_response(service)
-        found = service_out(service)
-    return model_response(found)
+
+        def render() -> bytes | Problem:
+            service = get_service(session, organization_id, service_id)
+            found = in_organization(session, organization_id, service)
+            return found if isinstance(found, Problem) else model_json(service_out(found))
+
+        key = ("service", organization_id, service_id)
+        return _answer(runtime.catalog.get_or_render(catalog_revision(session), key, render))
+
+
+def _answer(body: bytes | Problem) -> Response:
+    return problem_response(body) if isinstance(body, Problem) else json_response(body)

@@ -1,0 +1,89 @@
+"""Rendered catalog answers, reused until the catalog changes.
+
+The catalog (organizations, locations, providers, services) changes only when the platform seeds or
+resets it, or when the merchant edits the database directly; reading it is most of the platform's
+traffic. A trigger on each catalog table bumps one revision counter on every insert, update and delete,
+whichever connection makes it (the API, a reset, an operator's own SQL). A catalog read takes the counter
+in the same read transaction as the rows it would render: an answer rendered at that revision is served
+again as is, anything else is rendered afresh. A cached answer is therefore never older than the data
+the same transaction sees, and no code path has to remember to invalidate anything.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from sqlalchemy import Connection, text
+from sqlmodel import Session
+
+from osbp.backend.problems import Problem
+
+__all__ = ["CATALOG_TABLES", "CatalogCache", "catalog_revision", "install_catalog_revision"]
+
+#: The tables whose rows make up catalog answers.
+CATALOG_TABLES = ("organization", "location", "provider", "service")
+
+_REVISION_TABLE = """
+CREATE TABLE IF NOT EXISTS catalog_revision (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    revision INTEGER NOT NULL
+)
+"""
+
+
+def _trigger(table: str, event: str) -> str:
+    # table and event are this module's constants, never request data.
+    name = f"{table}_{event.lower()}_bumps_catalog_revision"
+    bump = "UPDATE catalog_revision SET revision = revision + 1 WHERE id = 1"
+    return f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON {table} BEGIN {bump}; END"
+
+
+def install_catalog_revision(connection: Connection) -> None:
+    """Create the revision counter and its triggers if missing (after the catalog tables exist)."""
+    connection.execute(text(_REVISION_TABLE))
+    connection.execute(text("INSERT OR IGNORE INTO catalog_revision (id, revision) VALUES (1, 0)"))
+    for table in CATALOG_TABLES:
+        for event in ("INSERT", "UPDATE", "DELETE"):
+            connection.execute(text(_trigger(table, event)))
+
+
+def catalog_revision(session: Session) -> int:
+    """The catalog's current revision, as seen by ``session``'s transaction."""
+    revision: int = session.connection().execute(text("SELECT revision FROM catalog_revision")).scalar_one()
+    return revision
+
+
+class CatalogCache:
+    """Response bodies of catalog reads, each valid for the revision it was rendered at.
+
+    Only answers about existing catalog objects are kept, so the cache never holds more entries than
+    the catalog has organizations and services; a new revision drops them all.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._revision: int | None = None
+        self._bodies: dict[tuple[str, ...], bytes] = {}
+
+    def get_or_render(
+        self, revision: int, key: tuple[str, ...], render: Callable[[], bytes | Problem]
+    ) -> bytes | Problem:
+        """The body for ``key`` at ``revision``: reused when rendered at it, else ``render()``ed and kept.
+
+        A Problem from ``render`` (an unknown id) is passed through and never kept.
+        """
+        with self._lock:
+            if self._revision != revision:
+                self._revision = revision
+                self._bodies.clear()
+            found = self._bodies.get(key)
+        if found is not None:
+            return found
+        body = render()
+        if isinstance(body, bytes):
+            with self._lock:
+                # A reader on an older snapshot must not plant its answer in a newer revision's cache.
+                if self._revision == revision:
+                    self._bodies[key] = body
+        return body
