@@ -4,13 +4,14 @@ The adapter calls :meth:`IdempotencyStore.claim` first on every booking.create:
 
 * :class:`Replay` - the key already settled with this payload: return ``replay.receipt`` with
   :data:`LOCAL_CACHE_REPLAY` as ``osbp_runtime`` and make no platform call;
-* :class:`Conflict` - the key was used with another payload: return ``conflict.problem``
-  (``idempotency_conflict``);
+* :class:`Conflict` - the key was used with another payload, whether that attempt settled, is in flight
+  or ended without creating: return ``conflict.problem`` (``idempotency_conflict``);
 * :class:`InProgress` - another call holds this key and did not settle within the bounded wait, or it
   gave up: return ``in_progress.problem`` (retryable);
 * :class:`Claimed` - this call owns the attempt: do the work, then :meth:`~IdempotencyStore.complete`
   with the receipt after a platform create succeeded, or :meth:`~IdempotencyStore.release` on every
-  other outcome (so the same attempt can be retried, e.g. after ``requires_verification``).
+  other outcome (so the same attempt can be retried, e.g. after ``requires_verification``; the key stays
+  bound to its payload).
 
 Concurrent duplicates of one key (threads or processes sharing the file) are serialized by the row: one
 caller claims, the others poll until it settles (then they replay) or the wait runs out. A lease that
@@ -130,29 +131,36 @@ class IdempotencyStore:
         now = to_micros(self._clock.now())
         with self._state.write() as db:
             row = db.execute(
-                "SELECT payload_hash, state, receipt_json, lease_expires FROM idempotency WHERE key = ?",
+                "SELECT payload_hash, state, receipt_json, lease_id, lease_expires FROM idempotency"
+                " WHERE key = ?",
                 (key,),
             ).fetchone()
-            if row is None and waited:
-                # The holder released without settling (its attempt failed): do not silently start a
-                # second platform attempt on its heels; the caller decides to retry.
-                return InProgress(_in_progress("The earlier call with this idempotency_key did not complete"))
-            if row is None or (row[1] == "pending" and row[0] == payload_hash and row[3] <= now):
-                lease = Lease(key, payload_hash, secrets.token_hex(16))
-                db.execute(
-                    "INSERT INTO idempotency (key, payload_hash, state, lease_id, lease_expires, created_at,"
-                    " updated_at) VALUES (?, ?, 'pending', ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET"
-                    " lease_id = excluded.lease_id, lease_expires = excluded.lease_expires,"
-                    " updated_at = excluded.updated_at",
-                    (key, payload_hash, lease.lease_id, now + duration_micros(self._lease_ttl), now, now),
-                )
-                return Claimed(lease)
-            stored_hash, state, receipt_json, _ = row
-            if stored_hash != payload_hash:
-                return Conflict(problem(ProblemCode.IDEMPOTENCY_CONFLICT))
-            if state == "settled":
-                return Replay(Receipt.model_validate_json(receipt_json))
-            return None  # pending under a live lease: wait
+            if row is not None:
+                stored_hash, state, receipt_json, lease_id, lease_expires = row
+                # A key stays bound to its first payload, whether that attempt settled, is in flight,
+                # or ended without creating (spec: the same key with a different payload conflicts).
+                if stored_hash != payload_hash:
+                    return Conflict(problem(ProblemCode.IDEMPOTENCY_CONFLICT))
+                if state == "settled":
+                    return Replay(Receipt.model_validate_json(receipt_json))
+                if lease_id is None and waited:
+                    # The holder released without settling (its attempt failed): do not silently start
+                    # a second platform attempt on its heels; the caller decides to retry.
+                    return InProgress(
+                        _in_progress("The earlier call with this idempotency_key did not complete")
+                    )
+                if lease_id is not None and lease_expires > now:
+                    return None  # pending under a live lease: wait
+            # New, released, or held by a lease that expired (a crashed holder): this call takes it.
+            lease = Lease(key, payload_hash, secrets.token_hex(16))
+            db.execute(
+                "INSERT INTO idempotency (key, payload_hash, state, lease_id, lease_expires, created_at,"
+                " updated_at) VALUES (?, ?, 'pending', ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET"
+                " lease_id = excluded.lease_id, lease_expires = excluded.lease_expires,"
+                " updated_at = excluded.updated_at",
+                (key, payload_hash, lease.lease_id, now + duration_micros(self._lease_ttl), now, now),
+            )
+            return Claimed(lease)
 
     def claim(self, key: str, payload_hash: str) -> ClaimOutcome:
         """Claim ``key`` for ``payload_hash``, waiting (bounded) while another caller holds it."""
@@ -202,11 +210,16 @@ class IdempotencyStore:
         return None if row is None else Booking.model_validate_json(row[0])
 
     def release(self, lease: Lease) -> None:
-        """Give the key back without a receipt (the attempt failed or stopped before creating)."""
+        """Give the key back without a receipt (the attempt failed or stopped before creating).
+
+        The key stays bound to its payload: the same attempt may be retried under it, another may not.
+        """
+        now = to_micros(self._clock.now())
         with self._state.write() as db:
             db.execute(
-                "DELETE FROM idempotency WHERE key = ? AND lease_id = ? AND state = 'pending'",
-                (lease.key, lease.lease_id),
+                "UPDATE idempotency SET lease_id = NULL, lease_expires = NULL, updated_at = ?"
+                " WHERE key = ? AND lease_id = ? AND state = 'pending'",
+                (now, lease.key, lease.lease_id),
             )
 
     def settled_receipt(self, key: str) -> Receipt | None:

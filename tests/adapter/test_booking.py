@@ -328,6 +328,21 @@ async def test_price_at_the_cap_passes_to_the_challenge(adapter: ReferenceAdapte
     assert problem_of(await adapter.create_booking(inp)).problem.code == "requires_user_confirmation"
 
 
+async def test_a_key_stays_bound_to_its_payload_after_a_failed_attempt(
+    platform: Platform, adapter: ReferenceAdapter
+) -> None:
+    """OSBP spec, idempotency: the same key with a different payload fails with idempotency_conflict,
+    also when the first attempt ended without creating; the same payload may still be retried."""
+    first = problem_of(await adapter.create_booking(create_input(time="10:05")))  # not offered
+    assert first.problem.code == "slot_taken"
+    moved = problem_of(await adapter.create_booking(create_input(time="10:00")))
+    assert (moved.problem.code, moved.problem.retryable) == ("idempotency_conflict", False)
+    again = problem_of(await adapter.create_booking(create_input(time="10:05")))
+    assert again.problem.code == "slot_taken"
+    assert platform.create_requests() == 0
+    value_of(await book(adapter, create_input(idempotency_key="idem-fresh", time="10:00")))
+
+
 async def test_provider_outside_the_mandate_wins_over_a_taken_slot(adapter: ReferenceAdapter) -> None:
     """Issue 3: scope wins over availability (provider_not_allowed, not slot_taken)."""
     value_of(await book(adapter, create_input()))
@@ -351,9 +366,16 @@ async def test_unknown_service_outside_the_mandate_is_service_not_allowed(adapte
 
 async def test_unknown_ids_inside_the_mandate_are_named(adapter: ReferenceAdapter) -> None:
     """Issue 3 status mapping: ids the platform does not know map to adapter-specific not-found codes."""
-    service = problem_of(await adapter.create_booking(create_input(service_id="no_such_service")))
-    schedule = problem_of(await adapter.create_booking(create_input(schedule_id="no_such_location")))
-    provider = problem_of(await adapter.create_booking(create_input(provider_id="no_such_provider")))
+    # One idempotency key per attempt: a key stays bound to its first payload even after a failure.
+    service = problem_of(
+        await adapter.create_booking(create_input(idempotency_key="k-svc", service_id="no_such_service"))
+    )
+    schedule = problem_of(
+        await adapter.create_booking(create_input(idempotency_key="k-loc", schedule_id="no_such_location"))
+    )
+    provider = problem_of(
+        await adapter.create_booking(create_input(idempotency_key="k-prov", provider_id="no_such_provider"))
+    )
     assert (service.problem.code, schedule.problem.code, provider.problem.code) == (
         "service_not_found",
         "schedule_not_found",
@@ -380,12 +402,11 @@ async def test_a_time_no_longer_offered_is_slot_taken_on_preflight(adapter: Refe
 
 async def test_off_grid_or_closed_times_are_slot_taken(adapter: ReferenceAdapter) -> None:
     """Platform choice: a time the platform does not offer is never sent to its create endpoint."""
-    off_grid = problem_of(await adapter.create_booking(create_input(time="10:05")))
-    closed = problem_of(
-        await adapter.create_booking(
-            create_input(date="2026-05-03", mandate=mandate(earliest_start="2026-05-03T08:00:00"))
-        )
+    off_grid = problem_of(await adapter.create_booking(create_input(idempotency_key="k-grid", time="10:05")))
+    sunday = create_input(
+        idempotency_key="k-closed", date="2026-05-03", mandate=mandate(earliest_start="2026-05-03T08:00:00")
     )
+    closed = problem_of(await adapter.create_booking(sunday))
     assert (off_grid.problem.code, closed.problem.code) == ("slot_taken", "slot_taken")
 
 
@@ -393,14 +414,12 @@ async def test_a_customer_without_name_or_contact_is_refused_before_the_gate(
     platform: Platform, adapter: ReferenceAdapter
 ) -> None:
     """OSBP spec, Customer: the platform needs a name and a contact; fail before asking for approval."""
-    no_contact = problem_of(
-        await adapter.create_booking(create_input(customer=Customer(display_name="Jane")))
-    )
-    no_name = problem_of(await adapter.create_booking(create_input(customer=Customer(phone="+12125550199"))))
-    no_customer = problem_of(
-        await adapter.create_booking(create_input().model_copy(update={"customer": None}))
-    )
-    assert {no_contact.problem.code, no_name.problem.code, no_customer.problem.code} == {"invalid_customer"}
+    no_contact = create_input(idempotency_key="k-1", customer=Customer(display_name="Jane"))
+    no_name = create_input(idempotency_key="k-2", customer=Customer(phone="+12125550199"))
+    no_customer = create_input(idempotency_key="k-3").model_copy(update={"customer": None})
+    attempts = (no_contact, no_name, no_customer)
+    codes = {problem_of(await adapter.create_booking(inp)).problem.code for inp in attempts}
+    assert codes == {"invalid_customer"}
     assert platform.create_requests() == 0
 
 

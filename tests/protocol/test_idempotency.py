@@ -102,6 +102,17 @@ def test_released_key_can_be_claimed_again_by_a_later_retry(store: IdempotencySt
     assert second.lease.lease_id != first.lease.lease_id
 
 
+def test_a_released_key_stays_bound_to_its_payload(store: IdempotencyStore) -> None:
+    """OSBP spec: the same key with a different payload conflicts, also after an attempt that failed."""
+    first = store.claim("idem_1", "hash_a")
+    assert isinstance(first, Claimed)
+    store.release(first.lease)
+    other = store.claim("idem_1", "hash_b")
+    assert isinstance(other, Conflict)
+    assert other.problem.code == "idempotency_conflict"
+    assert isinstance(store.claim("idem_1", "hash_a"), Claimed)
+
+
 def test_held_key_makes_a_duplicate_wait_then_answer_in_progress(tmp_path: Path) -> None:
     """A duplicate waits only a bounded time, then gets a clear retryable problem (platform choice)."""
     store = IdempotencyStore(StateStore(tmp_path / "s.sqlite3"), clock=FixedClock(START), wait_timeout_s=0.05)
