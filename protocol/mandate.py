@@ -163,12 +163,14 @@ def _price(mandate: BookingMandate, slot: Slot, service: Service) -> Problem | N
     price = slot.price or service.price
     if price is None:
         return _unconfirmable("The selected service and slot report no price.")
-    if price.currency != cap.currency:
-        return problem(
-            ProblemCode.CURRENCY_MISMATCH,
-            f"The selected price is in {price.currency} but BookingMandate.max_price is in {cap.currency}; "
-            "OSBP never converts currencies. Ask the user for a new approval.",
-        )
+    # Both the slot's and the service's price are checked: either in another currency fails closed.
+    for quoted in (slot.price, service.price):
+        if quoted is not None and quoted.currency != cap.currency:
+            return problem(
+                ProblemCode.CURRENCY_MISMATCH,
+                f"The selected price is in {quoted.currency} but BookingMandate.max_price is in "
+                f"{cap.currency}; OSBP never converts currencies. Ask the user for a new approval.",
+            )
     amount = fixed_amount(price)
     if amount is None:
         kind = (price.type or "unknown").replace("_", " ")
@@ -199,19 +201,25 @@ def _payment(mandate: BookingMandate, slot: Slot, service: Service, policy: Poli
             "true). OSBP does not collect payment; route to handoff.request.",
         )
     required = deposit
-    if requirement == "full_prepay" and (required is None or required.amount_minor is None):
+    if requirement == "full_prepay" and (required is None or not required.amount_minor):
+        # Full prepayment is the price unless the policy names a (non-zero) amount; the approval summary
+        # shows the same amount.
         required = slot.price or service.price
     if required is None or fixed_amount(required) is None:
         return _unconfirmable("The required payment amount for this booking is unknown.")
     cap = mandate.max_extra_fee
-    if cap is None:
-        return None
-    if required.currency != cap.currency:
+    # Without a fee cap the amount is allowed by allow_policy_fee alone, but never in another currency.
+    reference, reference_name = (
+        (cap, "max_extra_fee") if cap is not None else (mandate.max_price, "max_price")
+    )
+    if reference is not None and required.currency != reference.currency:
         return problem(
             ProblemCode.CURRENCY_MISMATCH,
-            f"The required payment is in {required.currency} but BookingMandate.max_extra_fee is in "
-            f"{cap.currency}; OSBP never converts currencies. Ask the user for a new approval.",
+            f"The required payment is in {required.currency} but BookingMandate.{reference_name} is in "
+            f"{reference.currency}; OSBP never converts currencies. Ask the user for a new approval.",
         )
+    if cap is None:
+        return None
     if (required.amount_minor or 0) > (cap.amount_minor or 0):
         return problem(
             ProblemCode.POLICY_FEE_EXCEEDS_MANDATE,

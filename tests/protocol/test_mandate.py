@@ -222,6 +222,28 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         },
         "policy_fee_exceeds_mandate",
     ),
+    (
+        # The spec's own policy example reports a zero deposit; full prepayment is still the price.
+        "full prepay with a zero deposit over fee cap",
+        {
+            "p": {"payment_requirement": "full_prepay", "deposit": usd(0)},
+            "m": {"allow_policy_fee": True, "max_extra_fee": usd(0)},
+        },
+        "policy_fee_exceeds_mandate",
+    ),
+    (
+        "service price in another currency than the slot's",
+        {"sv": {"price": usd(9500, "EUR")}},
+        "currency_mismatch",
+    ),
+    (
+        "deposit in another currency without a fee cap",
+        {
+            "p": {"payment_requirement": "deposit", "deposit": usd(2000, "EUR")},
+            "m": {"allow_policy_fee": True, "max_extra_fee": ...},
+        },
+        "currency_mismatch",
+    ),
 ]
 
 
@@ -327,6 +349,14 @@ def test_order_follows_the_spec() -> None:
         ),
         sv=service(requires_consultation=True),
         p=policy(payment_requirement="unknown"),
+    )
+    # Step 1 before step 2: a mandate without an id, or with an offset-free expiry, is invalid even when
+    # it has also expired.
+    assert code(check(**{**everything_wrong, "m": mandate(id=..., expires_at="2026-04-01T00:00:00Z")})) == (
+        "invalid_mandate"
+    )
+    assert code(check(**{**everything_wrong, "m": mandate(expires_at="2026-04-01T00:00:00")})) == (
+        "invalid_mandate"
     )
     assert code(check(**everything_wrong)) == "mandate_expired"
     assert (
