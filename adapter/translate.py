@@ -339,6 +339,14 @@ def service(native: NativeService) -> Service:
     )
 
 
+def _fee(native: NativePrice | None) -> Money | None:
+    """A conditional fee, surfaced only when the platform reports its amount (OSBP spec, policy.explain)."""
+    if native is None:
+        return None
+    fee = money(native)
+    return fee if fee.amount_minor is not None else None
+
+
 def policy(native: NativeService, organization: NativeOrganization) -> Policy:
     """A native service policy plus the organization block as an OSBP Policy."""
     rules = native.policy
@@ -360,8 +368,8 @@ def policy(native: NativeService, organization: NativeOrganization) -> Policy:
         cancellation_window=duration(window) if window is not None else None,
         cancellation_note=rules.cancellation.note,
         late_grace=duration(rules.late_grace_minutes) if rules.late_grace_minutes is not None else None,
-        cancellation_fee=money(rules.cancellation.fee) if rules.cancellation.fee is not None else None,
-        no_show_fee=money(rules.no_show_fee) if rules.no_show_fee is not None else None,
+        cancellation_fee=_fee(rules.cancellation.fee),
+        no_show_fee=_fee(rules.no_show_fee),
         payment_requirement=payment,
         deposit=deposit,
         verification_method=method,

@@ -371,6 +371,22 @@ def test_policy_without_fees_omits_them() -> None:
     assert "no_show_fee" not in wire
 
 
+def test_fees_without_an_amount_are_omitted_too() -> None:
+    """OSBP spec, policy.explain: a fee the platform reports with no amount is not surfaced."""
+    unknown = {"kind": "unknown", "currency": "USD"}
+    wire = translate.policy(
+        native_service(
+            {
+                "cancellation": {"allowed": True, "window_minutes": 60, "fee": unknown, "note": ""},
+                "no_show_fee": unknown,
+            }
+        ),
+        ORGANIZATION,
+    ).to_wire()
+    assert "cancellation_fee" not in wire
+    assert "no_show_fee" not in wire
+
+
 @pytest.mark.parametrize(
     ("payment", "requirement", "deposit"),
     [
