@@ -151,6 +151,17 @@ class BookingFlow:
         )
         if failed is not None:
             return Failure(failed)
+        unknown = translate.unknown_fees(resolved.native_service)
+        if unknown:
+            return Failure(
+                problem(
+                    ProblemCode.REQUIRES_USER_CONFIRMATION,
+                    f"The merchant charges a {' and a '.join(unknown)} but does not say how much, so this "
+                    "booking cannot be explained to the user; route to handoff.request. Do not retry as a "
+                    "final-confirmation challenge: there is no approval token.",
+                    retryable=False,
+                )
+            )
         if not inp.provider_id:
             return Failure(
                 problem(ProblemCode.PROVIDER_UNKNOWN, "booking.create needs the slot's provider_id.")

@@ -78,6 +78,7 @@ __all__ = [
     "slot_from_request",
     "slot_id",
     "slots",
+    "unknown_fees",
     "wall_clock",
 ]
 
@@ -337,6 +338,14 @@ def service(native: NativeService) -> Service:
         requires_consultation=native.requires_consultation,
         options=options or None,
     )
+
+
+def unknown_fees(native: NativeService) -> list[str]:
+    """The conditional fees the platform reports without an amount: omitted from the Policy, and a
+    booking refuses them (OSBP spec, Security: unknown fee amounts refuse or hand off)."""
+    rules = native.policy
+    fees = (("cancellation fee", rules.cancellation.fee), ("no-show fee", rules.no_show_fee))
+    return [name for name, fee in fees if fee is not None and _fee(fee) is None]
 
 
 def _fee(native: NativePrice | None) -> Money | None:

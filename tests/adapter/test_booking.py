@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from sqlalchemy import text
 
@@ -21,6 +23,7 @@ from osbp.protocol.models import (
     BookingStatusInput,
     Customer,
     Money,
+    PolicyExplainInput,
     VerificationSendInput,
 )
 from osbp.protocol.upstream import capture_upstream
@@ -29,6 +32,7 @@ from tests.adapter.conftest import (
     DAY,
     JANE,
     MIDTOWN,
+    NOW,
     OKAFOR,
     ORG,
     REYES,
@@ -643,3 +647,41 @@ async def test_platform_down_on_create_is_retryable_upstream_unavailable(
     failure = problem_of(await adapter.create_booking(create_input()))
     await adapter.aclose()
     assert (failure.problem.code, failure.problem.retryable) == ("upstream_unavailable", True)
+
+
+class UnknownFeeTransport(httpx2.AsyncBaseTransport):
+    """The real platform, except that its service answers report a no-show fee without an amount."""
+
+    def __init__(self) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send for real; rewrite one service's policy on the way back."""
+        response = await self._inner.handle_async_request(request)
+        if "/services/" not in request.url.path:
+            return response
+        body = json.loads(await response.aread())
+        body["policy"]["no_show_fee"] = {"kind": "unknown", "currency": "USD"}
+        return httpx2.Response(response.status_code, headers=response.headers, json=body)
+
+    async def aclose(self) -> None:
+        """Close the real transport."""
+        await self._inner.aclose()
+
+
+async def test_a_fee_of_unknown_amount_is_omitted_from_the_policy_and_refuses_the_booking(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """OSBP spec: fees appear only with an amount; unknown fee amounts refuse or hand off (fail closed)."""
+    transport = UnknownFeeTransport()
+    adapter = make_adapter(platform.base_url, tmp_path / "s.sqlite3", FixedClock(NOW), transport=transport)
+    try:
+        policy = value_of(await adapter.explain_policy(PolicyExplainInput(service_id=CLEANING)))
+        assert policy.no_show_fee is None
+        refused = problem_of(await adapter.create_booking(create_input()))
+    finally:
+        await adapter.aclose()
+    assert (refused.problem.code, refused.problem.retryable) == ("requires_user_confirmation", False)
+    assert "no-show fee" in refused.problem.message
+    assert 'approval.token="' not in refused.problem.message
+    assert platform.create_requests() == 0

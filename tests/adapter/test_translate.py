@@ -385,6 +385,14 @@ def test_fees_without_an_amount_are_omitted_too() -> None:
     ).to_wire()
     assert "cancellation_fee" not in wire
     assert "no_show_fee" not in wire
+    service = native_service(
+        {
+            "cancellation": {"allowed": True, "window_minutes": 60, "fee": unknown, "note": ""},
+            "no_show_fee": unknown,
+        }
+    )
+    assert translate.unknown_fees(service) == ["cancellation fee", "no-show fee"]
+    assert translate.unknown_fees(native_service()) == []
 
 
 @pytest.mark.parametrize(
