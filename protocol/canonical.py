@@ -39,21 +39,29 @@ def _plain(obj: Any) -> Any:
 _SAFE_INTEGER = 2**53 - 1
 
 
+#: Deeper values (or cyclic ones, which are not JSON) are left to ``rfc8785``.
+_MAX_DEPTH = 200
+
+
 def _json_module_agrees(value: Any) -> bool:
     """Whether ``json.dumps(value, sort_keys=True)`` is exactly RFC 8785 for ``value`` (see the module)."""
-    pending = [value]
+    pending: list[tuple[Any, int]] = [(value, 0)]
     while pending:
-        node = pending.pop()
+        node, depth = pending.pop()
         kind = type(node)
         if kind is str or kind is bool or node is None:
             continue
-        if kind is dict:
-            for key in node:
-                if type(key) is not str or not key.isascii():
-                    return False
-            pending.extend(node.values())
-        elif kind is list or kind is tuple:
-            pending.extend(node)
+        if kind is dict or kind is list or kind is tuple:
+            if depth == _MAX_DEPTH:
+                return False
+            if kind is dict:
+                for key in node:
+                    if type(key) is not str or not key.isascii():
+                        return False
+                children = node.values()
+            else:
+                children = node
+            pending.extend((child, depth + 1) for child in children)
         elif kind is int:
             if not -_SAFE_INTEGER <= node <= _SAFE_INTEGER:
                 return False

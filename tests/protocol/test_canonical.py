@@ -131,3 +131,18 @@ def test_canonical_json_is_byte_for_byte_the_rfc8785_reference(value: Any) -> No
     else:
         with pytest.raises(_REFUSED):
             canonical_json(value)
+
+
+def test_a_cyclic_value_is_refused_not_looped_over() -> None:
+    """A value that contains itself is not JSON: refused at once, like rfc8785 does."""
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    with pytest.raises(RecursionError):
+        canonical_json(cyclic)
+
+
+def test_deep_but_finite_values_still_serialize_exactly() -> None:
+    deep: Any = "leaf"
+    for _ in range(300):
+        deep = {"k": [deep]}
+    assert canonical_json(deep) == rfc8785.dumps(deep)
