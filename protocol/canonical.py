@@ -43,35 +43,31 @@ _SAFE_INTEGER = 2**53 - 1
 _MAX_DEPTH = 200
 
 
-def _json_module_agrees(value: Any) -> bool:
-    """Whether ``json.dumps(value, sort_keys=True)`` is exactly RFC 8785 for ``value`` (see the module)."""
-    pending: list[tuple[Any, int]] = [(value, 0)]
-    while pending:
-        node, depth = pending.pop()
-        kind = type(node)
-        if kind is str or kind is bool or node is None:
-            continue
-        if kind is dict or kind is list or kind is tuple:
-            if depth == _MAX_DEPTH:
-                return False
-            if kind is dict:
-                for key in node:
-                    if type(key) is not str or not key.isascii():
-                        return False
-                children = node.values()
-            else:
-                children = node
-            pending.extend((child, depth + 1) for child in children)
-        elif kind is int:
-            if not -_SAFE_INTEGER <= node <= _SAFE_INTEGER:
-                return False
-        elif kind is float:
-            # Fixed notation in both formats, and not integral (NaN and infinities fail the range).
-            if not (1e-4 <= abs(node) < 1e16) or node.is_integer():
-                return False
-        else:
+def _json_module_agrees(node: Any, depth: int = 0) -> bool:
+    """Whether ``json.dumps(node, sort_keys=True)`` is exactly RFC 8785 for ``node`` (see the module)."""
+    kind = type(node)
+    if kind is dict:
+        if depth == _MAX_DEPTH:
             return False
-    return True
+        for key, child in node.items():
+            if type(key) is not str or not key.isascii():
+                return False
+            # Strings, the bulk of any value, are settled here without a call.
+            if type(child) is not str and not _json_module_agrees(child, depth + 1):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        if depth == _MAX_DEPTH:
+            return False
+        return all(type(child) is str or _json_module_agrees(child, depth + 1) for child in node)
+    if kind is str or kind is bool or node is None:
+        return True
+    if kind is int:
+        return bool(-_SAFE_INTEGER <= node <= _SAFE_INTEGER)
+    if kind is float:
+        # Fixed notation in both formats, and not integral (NaN and infinities fail the range).
+        return bool(1e-4 <= abs(node) < 1e16 and not node.is_integer())
+    return False
 
 
 def canonical_json(obj: Any) -> bytes:
