@@ -5,7 +5,10 @@ Each line is an :class:`AuditRecord`: the spec's audit event (``id``, ``mandate_
 SHA-256 ``input_hash``/``result_hash``), plus what explains the decision afterwards (``mandate``: the
 mandate's scope, window, caps and expiry; ``decision``: ok, or the Problem code) and the chain:
 ``prev_hash`` (the previous line's ``hash``, 64 zeros for the first line) and ``hash`` (SHA-256 of the
-canonical JSON of the record without ``hash``). :mod:`osbp.server.audit_verify` walks the chain.
+canonical JSON of the record without ``hash`` and ``mac``). :mod:`osbp.server.audit_verify` walks the
+chain. With a key (``OSBP_AUDIT_KEY``, from the environment only) every line also carries ``mac``, the
+HMAC-SHA256 of its ``hash`` under that key: the hash covers the whole record and its link, so the mac
+authenticates both, and rewriting the log takes the key, not just a SHA-256 implementation.
 
 Promises:
 
@@ -15,14 +18,16 @@ Promises:
   exclusive ``fcntl`` lock on the file, so several servers appending to one file keep one valid chain.
 * **Private.** The file is created ``0600``; a directory the log creates is ``0700``.
 
-Known limit: the chain has no key, so someone who can rewrite the whole file can recompute every hash,
-and a truncated tail is indistinguishable from a shorter log. Anchor the head (``osbp audit verify``
-prints it) somewhere else when that matters.
+Known limits: without a key, someone who can rewrite the whole file can recompute every hash; with or
+without one, a truncated tail is indistinguishable from a shorter log. Anchor the head (``osbp audit
+verify`` prints it) somewhere else when that matters.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import hmac
 import json
 import os
 import threading
@@ -39,6 +44,7 @@ from osbp.protocol.models import AuditEvent, PlatformIdentity, ToolName, Upstrea
 from osbp.server.redaction import Redactor, Scrubber
 
 __all__ = [
+    "AUDIT_KEY_MIN_LENGTH",
     "DEFAULT_AUDIT_PATH",
     "GENESIS_HASH",
     "SOURCE",
@@ -48,15 +54,20 @@ __all__ = [
     "Decision",
     "format_created_at",
     "record_hash",
+    "record_mac",
 ]
 
 #: The default log location, relative to the working directory (``OSBP_AUDIT_LOG_PATH`` overrides).
 DEFAULT_AUDIT_PATH = Path(".osbp/audit/events.jsonl")
 #: The ``source`` of every event this server writes.
 SOURCE = "osbp-local-mcp"
+#: The shortest ``OSBP_AUDIT_KEY`` accepted (characters; use a random one, e.g. ``openssl rand -hex 32``).
+AUDIT_KEY_MIN_LENGTH = 32
 #: ``prev_hash`` of the first line of a log.
 GENESIS_HASH = "0" * 64
 _TAIL_CHUNK = 4096
+#: The fields computed from the rest of a record, so never part of its hash.
+_AFTER_HASH = frozenset({"hash", "mac"})
 
 
 class Decision(BaseModel):
@@ -76,6 +87,7 @@ class AuditRecord(AuditEvent):
     decision: Decision
     prev_hash: str
     hash: str
+    mac: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +114,13 @@ def format_created_at(moment: datetime) -> str:
 
 
 def record_hash(record: dict[str, Any]) -> str:
-    """The chain hash of a record: SHA-256 hex of its canonical JSON without the ``hash`` field."""
-    return sha256_hex({key: value for key, value in record.items() if key != "hash"})
+    """The chain hash of a record: SHA-256 hex of its canonical JSON without ``hash`` and ``mac``."""
+    return sha256_hex({key: value for key, value in record.items() if key not in _AFTER_HASH})
+
+
+def record_mac(key: bytes, hash_hex: str) -> str:
+    """A keyed log's ``mac`` of a record: HMAC-SHA256 hex of its ``hash`` under ``key``."""
+    return hmac.new(key, hash_hex.encode("ascii"), hashlib.sha256).hexdigest()
 
 
 def _last_hash(fd: int) -> str:
@@ -135,9 +152,16 @@ def _last_hash(fd: int) -> str:
 class AuditLog:
     """Appends redacted, hash-chained audit records to a JSONL file (thread- and process-safe)."""
 
-    def __init__(self, path: str | Path = DEFAULT_AUDIT_PATH, *, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path = DEFAULT_AUDIT_PATH,
+        *,
+        redactor: Redactor | None = None,
+        key: bytes | None = None,
+    ) -> None:
         self.path = Path(path)
         self._redactor = redactor or Redactor()
+        self._key = key
         self._fd: int | None = None
         self._lock = threading.Lock()
 
@@ -162,7 +186,14 @@ class AuditLog:
 
     def build(self, draft: AuditDraft, prev_hash: str) -> AuditRecord:
         """The redacted, hashed record of ``draft`` chained after ``prev_hash`` (pure)."""
-        return AuditRecord.model_validate(_chained(self._snapshot(draft), prev_hash), strict=False)
+        return AuditRecord.model_validate(self._link(self._snapshot(draft), prev_hash), strict=False)
+
+    def _link(self, snapshot: _Snapshot, prev_hash: str) -> dict[str, Any]:
+        # The record's wire form after ``prev_hash``: its hash, and in a keyed log its mac.
+        wire = _chained(snapshot, prev_hash)
+        if self._key is not None:
+            wire["mac"] = record_mac(self._key, wire["hash"])
+        return wire
 
     def _snapshot(self, draft: AuditDraft) -> _Snapshot:
         # One scrubber for the whole call: the known strings are shared by every snapshot.
@@ -200,7 +231,7 @@ class AuditLog:
             fd = self._open()
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                wire = _chained(snapshot, _last_hash(fd))
+                wire = self._link(snapshot, _last_hash(fd))
                 # The very dict that was hashed is written, so verification sees exactly what was hashed.
                 line = json.dumps(wire, ensure_ascii=False, separators=(",", ":")) + "\n"
                 _write_all(fd, line.encode("utf-8"))

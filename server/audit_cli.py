@@ -2,7 +2,8 @@
 
 Exit status 0 when the chain is intact (the head hash is printed so it can be anchored elsewhere), 1 at
 the first broken link, 2 on a usage error. PATH defaults to ``OSBP_AUDIT_LOG_PATH``, else
-``.osbp/audit/events.jsonl``.
+``.osbp/audit/events.jsonl``. When ``OSBP_AUDIT_KEY`` is set (environment only), every line's mac is
+checked against it as well.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from osbp.server.audit import DEFAULT_AUDIT_PATH
+from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
 from osbp.server.audit_verify import verify_chain
 
 __all__ = ["main"]
@@ -42,9 +43,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if path.exists() and not path.is_file():
         sys.stderr.write(f"osbp audit verify: {path} is not a file\n")
         return 2
-    report = verify_chain(path)
+    secret = os.environ.get("OSBP_AUDIT_KEY") or None
+    if secret is not None and len(secret) < AUDIT_KEY_MIN_LENGTH:
+        limit = AUDIT_KEY_MIN_LENGTH
+        sys.stderr.write(f"osbp audit verify: OSBP_AUDIT_KEY must be at least {limit} characters\n")
+        return 2
+    report = verify_chain(path, None if secret is None else secret.encode())
     if report.first_break is None:
-        sys.stdout.write(f"ok: {report.lines} events, chain intact, head {report.head}\n")
+        how = "chain intact"
+        if report.authenticated:
+            how += ", every mac checked with OSBP_AUDIT_KEY"
+        sys.stdout.write(f"ok: {report.lines} events, {how}, head {report.head}\n")
         return 0
     broken = report.first_break
     event = f" (event {broken.event_id})" if broken.event_id else ""

@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(error))
     except ValidationError as error:
         return _fail(f"invalid adapter configuration: {_describe(error)}")
-    audit = AuditLog(settings.audit_log_path)
+    audit = AuditLog(settings.audit_log_path, key=settings.audit_key_bytes())
     try:
         audit.open()
     except OSError as error:

@@ -17,12 +17,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, AwareDatetime, Field, PrivateAttr, field_validator
+from pydantic import AliasChoices, AwareDatetime, Field, PrivateAttr, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from osbp.protocol.clock import Clock, FixedClock, SystemClock
 from osbp.protocol.timeutil import parse_instant
-from osbp.server.audit import DEFAULT_AUDIT_PATH
+from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
 
 __all__ = ["DEFAULT_ADAPTER_FACTORY", "REQUIRED", "LogLevel", "ServerSettings"]
 
@@ -50,6 +50,11 @@ class ServerSettings(BaseSettings):
         default=None, description="Local OSBP state file (idempotency, approvals); unset: the adapter's."
     )
     audit_log_path: Path = Field(default=DEFAULT_AUDIT_PATH, description="The JSONL audit log.")
+    audit_key: SecretStr | None = Field(
+        default=None,
+        min_length=AUDIT_KEY_MIN_LENGTH,
+        description="HMAC key for the audit log's macs (OSBP_AUDIT_KEY, environment only; never a flag).",
+    )
     log_level: LogLevel = Field(default="WARNING", description="stderr log level.")
     adapter_factory: str = Field(
         default=DEFAULT_ADAPTER_FACTORY,
@@ -80,6 +85,10 @@ class ServerSettings(BaseSettings):
         if self._clock is None:
             self._clock = FixedClock(self.now) if self.now is not None else SystemClock()
         return self._clock
+
+    def audit_key_bytes(self) -> bytes | None:
+        """The audit key as bytes (UTF-8 of ``OSBP_AUDIT_KEY``), or None for an unkeyed log."""
+        return None if self.audit_key is None else self.audit_key.get_secret_value().encode()
 
     def missing(self) -> list[str]:
         """The required settings that are not configured, as ``--flag / OSBP_VARIABLE`` descriptions."""

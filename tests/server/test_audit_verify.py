@@ -10,16 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from osbp.server.audit import AuditDraft, AuditLog, Decision
+from osbp.protocol.canonical import sha256_hex
+from osbp.server.audit import AuditDraft, AuditLog, Decision, record_hash
 from osbp.server.audit_cli import main
 from osbp.server.audit_verify import verify_chain
 
+KEY = "k" * 16 + "0123456789abcdef"  # 32 characters, the shortest accepted
 
-@pytest.fixture
-def log_path(tmp_path: Path) -> Path:
-    """A clean five-event log."""
-    path = tmp_path / "events.jsonl"
-    log = AuditLog(path)
+
+def write_log(path: Path, key: bytes | None = None) -> Path:
+    """Five availability.find events, keyed or not."""
+    log = AuditLog(path, key=key)
     for n in range(1, 6):
         log.append(
             AuditDraft(
@@ -33,6 +34,12 @@ def log_path(tmp_path: Path) -> Path:
         )
     log.close()
     return path
+
+
+@pytest.fixture
+def log_path(tmp_path: Path) -> Path:
+    """A clean five-event log."""
+    return write_log(tmp_path / "events.jsonl")
 
 
 def rewrite(path: Path, transform) -> None:
@@ -153,3 +160,62 @@ def test_osbp_audit_verify_runs_from_the_command_line(log_path):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("ok: 5 events")
+
+
+def rehash(path: Path, edit) -> None:
+    """Rewrite the whole log as someone without the key would: edit, then recompute every hash."""
+    previous = "0" * 64
+    out = []
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(raw)
+        edit(record)
+        record["input_hash"] = sha256_hex(record["input"])
+        record["result_hash"] = sha256_hex(record["result"])
+        record["prev_hash"] = previous
+        record["hash"] = previous = record_hash(record)
+        out.append(json.dumps(record, separators=(",", ":")))
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
+def test_a_keyed_log_verifies_with_its_key_and_says_so(tmp_path, monkeypatch, capsys):
+    """Platform choice: OSBP_AUDIT_KEY adds a mac to every line; verify checks each with the key."""
+    path = write_log(tmp_path / "events.jsonl", KEY.encode())
+    assert all(isinstance(json.loads(line).get("mac"), str) for line in path.read_text().splitlines())
+    monkeypatch.setenv("OSBP_AUDIT_KEY", KEY)
+    assert main(["verify", str(path)]) == 0
+    assert "5 events, chain intact, every mac checked with OSBP_AUDIT_KEY" in capsys.readouterr().out
+    assert KEY not in path.read_text()
+
+
+def test_a_log_rewritten_without_the_key_fails_its_macs(tmp_path, monkeypatch, capsys):
+    """The point of the key: a rewriter can recompute SHA-256, but not the mac."""
+    path = write_log(tmp_path / "events.jsonl", KEY.encode())
+
+    def forge(record):
+        record["result"]["value"][0]["id"] = "slot_forged"
+
+    rehash(path, forge)
+    assert verify_chain(path).ok  # the public chain alone cannot tell
+    monkeypatch.setenv("OSBP_AUDIT_KEY", KEY)
+    assert main(["verify", str(path)]) == 1
+    assert capsys.readouterr().out.startswith("broken: line 1 (event aud_1): the line's mac does not match")
+
+
+def test_the_wrong_key_and_a_missing_mac_are_named(tmp_path):
+    keyed = write_log(tmp_path / "keyed.jsonl", KEY.encode())
+    wrong = verify_chain(keyed, ("x" * 32).encode())
+    assert wrong.first_break is not None
+    assert (wrong.first_break.line, wrong.authenticated) == (1, True)
+    assert "not written with this key" in wrong.first_break.reason
+    unkeyed = write_log(tmp_path / "unkeyed.jsonl")
+    missing = verify_chain(unkeyed, KEY.encode())
+    assert missing.first_break is not None
+    assert missing.first_break.reason == "the line has no mac, but the log is verified with a key"
+
+
+def test_a_short_key_is_a_usage_error(log_path, monkeypatch, capsys):
+    monkeypatch.setenv("OSBP_AUDIT_KEY", "too-short")
+    assert main(["verify", str(log_path)]) == 2
+    err = capsys.readouterr().err
+    assert "at least 32 characters" in err
+    assert "too-short" not in err

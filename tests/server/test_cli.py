@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from osbp.protocol.clock import FixedClock, SystemClock
-from osbp.server.cli import load_settings, main
+from osbp.server.cli import build_parser, load_settings, main
 from osbp.server.settings import ServerSettings
 
 PLUGIN = "tests.server.memory_adapter:build_memory_adapter"
@@ -77,6 +77,24 @@ def test_flags_override_environment_variables(monkeypatch):
     assert settings.organization_id == "from_flag"
     assert settings.platform_base_url == "http://127.0.0.1:1"
     assert settings.audit_log_path == Path("audit/from-env.jsonl")
+
+
+def test_the_audit_key_comes_from_the_environment_only_and_is_never_echoed(monkeypatch, capsys):
+    """Security: secrets only from the environment; a short key is refused without repeating it."""
+    base = ["--platform-url", "http://127.0.0.1:1", "--organization-id", "org"]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*base, "--audit-key", "x" * 40])
+    capsys.readouterr()
+    monkeypatch.setenv("OSBP_AUDIT_KEY", "short-secret")
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert "OSBP_AUDIT_KEY" in err
+    assert "short-secret" not in err
+    monkeypatch.setenv("OSBP_AUDIT_KEY", "s" * 32)
+    settings = load_settings(base)
+    assert isinstance(settings, ServerSettings)
+    assert settings.audit_key_bytes() == b"s" * 32
+    assert "s" * 32 not in repr(settings)
 
 
 def test_the_platform_url_is_read_from_the_adapters_own_variable(monkeypatch):

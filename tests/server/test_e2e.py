@@ -285,6 +285,27 @@ async def test_tampering_with_the_real_audit_log_is_caught(
         assert capsys.readouterr().out.startswith(f"broken: line {line} "), name
 
 
+@pytest.mark.anyio
+async def test_osbp_audit_key_makes_the_real_server_write_macs_that_verify(
+    platform: PlatformServer, tmp_path: Path, monkeypatch, capsys
+):
+    """Platform choice: with OSBP_AUDIT_KEY (environment only) every line carries a mac; the key itself
+    appears nowhere: not in the log, not on stderr."""
+    key = "e2e-audit-key-" + "7" * 24
+    async with stdio_session(platform.base_url, tmp_path, OSBP_AUDIT_KEY=key) as s:
+        for _ in range(2):
+            await s.call("osbp_service_describe", {"service_id": NOTARIZATION})
+    records = [json.loads(line) for line in s.audit_path.read_text(encoding="utf-8").splitlines()]
+    assert len(records) == 2
+    assert all(re.fullmatch(r"[0-9a-f]{64}", record["mac"]) for record in records)
+    assert key not in s.audit_path.read_text(encoding="utf-8")
+    assert key not in s.stderr_path.read_text(encoding="utf-8")
+    monkeypatch.setenv("OSBP_AUDIT_KEY", key)
+    capsys.readouterr()
+    assert audit_main(["verify", str(s.audit_path)]) == 0
+    assert "every mac checked with OSBP_AUDIT_KEY" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("now", "expires_at", "outcome"),
     [
