@@ -31,6 +31,7 @@ from rich.table import Table
 
 from osbp.adapter.reference import ReferenceAdapter, build_adapter
 from osbp.adapter.settings import AdapterSettings
+from osbp.bench import latency_ms
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.contract import Failure, Success
@@ -65,20 +66,6 @@ def _input(key: str) -> BookingCreateInput:
         time="10:30",
         customer=Customer(display_name="Bench Customer", phone="+12125550100"),
     )
-
-
-def _percentile(samples: list[float], q: int) -> float:
-    if len(samples) == 1:
-        return samples[0]
-    return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
-
-
-def _summary(samples: list[float]) -> dict[str, float]:
-    return {
-        "p50_ms": round(_percentile(samples, 50) * 1000, 3),
-        "p99_ms": round(_percentile(samples, 99) * 1000, 3),
-        "mean_ms": round(statistics.fmean(samples) * 1000, 3),
-    }
 
 
 async def _attempt(adapter: ReferenceAdapter, key: str) -> tuple[float, float, list[str]]:
@@ -136,8 +123,8 @@ async def run(iterations: int, warmup: int = 10) -> dict[str, Any]:
         "target": "reference adapter -> Bookwell platform process over loopback (uvicorn, in-memory SQLite)",
         "iterations": iterations,
         "warmup": warmup,
-        "preflight": _summary(preflights),
-        "approved_create": _summary(creates),
+        "preflight": latency_ms(preflights),
+        "approved_create": latency_ms(creates),
         "upstream_requests_per_approved_create": {
             "max": max(upstream_counts),
             "mean": round(statistics.fmean(upstream_counts), 3),

@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import statistics
 from collections.abc import Sequence
 
-__all__ = ["BENCHES", "main"]
+__all__ = ["BENCHES", "latency_ms", "main", "percentile_ms"]
 
 #: In dependency order: the platform first, the whole demo last.
 BENCHES: dict[str, str] = {
@@ -21,6 +22,23 @@ BENCHES: dict[str, str] = {
     "mcp": "osbp.server.bench",
     "demo": "osbp.demo.bench",
 }
+
+
+def percentile_ms(samples: list[float], q: int) -> float:
+    """The ``q``-th percentile (inclusive method) of latencies in seconds, in milliseconds to 3 places."""
+    if len(samples) == 1:
+        return round(samples[0] * 1000, 3)
+    return round(statistics.quantiles(samples, n=100, method="inclusive")[q - 1] * 1000, 3)
+
+
+def latency_ms(samples: list[float]) -> dict[str, float]:
+    """The figures every latency benchmark reports: count, p50, p99 and mean, in milliseconds."""
+    return {
+        "n": len(samples),
+        "p50_ms": percentile_ms(samples, 50),
+        "p99_ms": percentile_ms(samples, 99),
+        "mean_ms": round(statistics.fmean(samples) * 1000, 3),
+    }
 
 
 def _available(module: str) -> bool:

@@ -42,6 +42,7 @@ from mcp.types import CallToolResult
 from rich.console import Console
 from rich.table import Table
 
+from osbp.bench import latency_ms, percentile_ms
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 
 __all__ = ["main", "run"]
@@ -56,21 +57,6 @@ COLD_START_TARGET_S = 0.8
 READ_P50_TARGET_MS = 5.0
 CREATE_P50_TARGET_MS = 15.0
 READS = ("osbp_service_describe", "osbp_availability_find", "osbp_policy_explain", "osbp_booking_status")
-
-
-def _percentile(samples: list[float], q: int) -> float:
-    if len(samples) == 1:
-        return samples[0]
-    return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
-
-
-def _summary(samples: list[float]) -> dict[str, float]:
-    return {
-        "n": len(samples),
-        "p50_ms": round(_percentile(samples, 50) * 1000, 3),
-        "p99_ms": round(_percentile(samples, 99) * 1000, 3),
-        "mean_ms": round(statistics.fmean(samples) * 1000, 3),
-    }
 
 
 def _mandate() -> dict[str, Any]:
@@ -248,10 +234,10 @@ async def run(cold_runs: int, calls: int, warmup: int = 20) -> dict[str, Any]:
             client = await stack.enter_async_context(Client(transport))
             per_tool = await _per_tool(client, calls, warmup)
     tools = {
-        label: _summary(values)
+        label: latency_ms(values)
         | {
-            "p50_ms_without_client_check": round(_percentile(per_tool.without_check[label], 50) * 1000, 3),
-            "p99_ms_without_client_check": round(_percentile(per_tool.without_check[label], 99) * 1000, 3),
+            "p50_ms_without_client_check": percentile_ms(per_tool.without_check[label], 50),
+            "p99_ms_without_client_check": percentile_ms(per_tool.without_check[label], 99),
         }
         for label, values in per_tool.round_trip.items()
     }
