@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import multiprocessing
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 
@@ -9,3 +14,19 @@ import pytest
 def anyio_backend() -> str:
     """Async tests run on asyncio (the MCP server's loop)."""
     return "asyncio"
+
+
+def spawn_together(target: Callable[[str, Any, Any], None], path: str, count: int) -> Counter[str]:
+    """Start ``count`` spawned processes running ``target(path, start, results)``, release them at once,
+    and count what each put on ``results``; every process must exit 0."""
+    context = multiprocessing.get_context("spawn")
+    start, results = context.Event(), context.Queue()
+    processes = [context.Process(target=target, args=(path, start, results)) for _ in range(count)]
+    for process in processes:
+        process.start()
+    start.set()
+    outcomes = [results.get(timeout=60) for _ in processes]
+    for process in processes:
+        process.join(30)
+        assert process.exitcode == 0
+    return Counter(outcomes)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -24,6 +23,7 @@ from osbp.protocol.idempotency import (
 )
 from osbp.protocol.models import Booking, BookingCreateInput, Receipt
 from osbp.protocol.store import StateStore
+from tests.protocol.conftest import spawn_together
 
 RECEIPT = Receipt(id="receipt_idem_1", booking_id="appt_1", text="Booked Regular cleaning.")
 START = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
@@ -254,19 +254,9 @@ def _process_attempt(path: str, start: Any, results: Any) -> None:
 @pytest.mark.integration
 def test_two_processes_sharing_the_file_make_exactly_one_claim(tmp_path: Path) -> None:
     """Several processes sharing the state file never both create (issue 3: safe across processes)."""
-    context = multiprocessing.get_context("spawn")
-    start, results = context.Event(), context.Queue()
     path = str(tmp_path / "shared.sqlite3")
     StateStore(path)  # create the schema once, as a running server would have
-    processes = [context.Process(target=_process_attempt, args=(path, start, results)) for _ in range(4)]
-    for process in processes:
-        process.start()
-    start.set()
-    outcomes = [results.get(timeout=60) for _ in processes]
-    for process in processes:
-        process.join(30)
-        assert process.exitcode == 0
-    assert Counter(outcomes) == {"Claimed": 1, "Replay": 3}
+    assert spawn_together(_process_attempt, path, 4) == {"Claimed": 1, "Replay": 3}
 
 
 @pytest.mark.anyio

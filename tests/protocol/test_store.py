@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import sqlite3
 import threading
 from collections import Counter
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 
 from osbp.protocol.store import StateStore
+from tests.protocol.conftest import spawn_together
 
 TABLES = {"approvals", "booking_snapshots", "idempotency"}
 
@@ -98,16 +98,6 @@ def _open_in_process(path: str, start: Any, results: Any) -> None:
 @pytest.mark.integration
 def test_processes_opening_a_fresh_file_together_all_succeed(tmp_path: Path) -> None:
     """Two servers started at once on a new state file: neither fails with 'database is locked'."""
-    context = multiprocessing.get_context("spawn")
-    start, results = context.Event(), context.Queue()
     path = tmp_path / "fresh.sqlite3"
-    processes = [context.Process(target=_open_in_process, args=(str(path), start, results)) for _ in range(6)]
-    for process in processes:
-        process.start()
-    start.set()
-    outcomes = [results.get(timeout=60) for _ in processes]
-    for process in processes:
-        process.join(30)
-        assert process.exitcode == 0
-    assert Counter(outcomes) == {"ok": 6}
+    assert spawn_together(_open_in_process, str(path), 6) == {"ok": 6}
     assert tables_and_mode(path) == (TABLES, "wal")
