@@ -199,3 +199,18 @@ async def book(adapter: ReferenceAdapter, inp: BookingCreateInput) -> AdapterRes
 def summary_of(message: str) -> str:
     """The user-facing summary part of a challenge message (without the agent instruction)."""
     return re.split(r"\n\nAgent instruction", message)[0]
+
+
+class ForwardingTransport(httpx2.AsyncBaseTransport):
+    """The real network transport; subclasses watch, hold back or change what passes through it."""
+
+    def __init__(self) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send for real."""
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """Close the real transport."""
+        await self._inner.aclose()

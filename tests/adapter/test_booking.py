@@ -36,6 +36,7 @@ from tests.adapter.conftest import (
     OKAFOR,
     ORG,
     REYES,
+    ForwardingTransport,
     Platform,
     approved,
     book,
@@ -649,24 +650,19 @@ async def test_platform_down_on_create_is_retryable_upstream_unavailable(
     assert (failure.problem.code, failure.problem.retryable) == ("upstream_unavailable", True)
 
 
-class UnknownFeeTransport(httpx2.AsyncBaseTransport):
+class UnknownFeeTransport(ForwardingTransport):
     """The real platform, except that its service answers report a no-show fee without an amount."""
-
-    def __init__(self) -> None:
-        self._inner = httpx2.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Send for real; rewrite one service's policy on the way back."""
-        response = await self._inner.handle_async_request(request)
+        response = await super().handle_async_request(request)
         if "/services/" not in request.url.path:
             return response
         body = json.loads(await response.aread())
         body["policy"]["no_show_fee"] = {"kind": "unknown", "currency": "USD"}
-        return httpx2.Response(response.status_code, headers=response.headers, json=body)
-
-    async def aclose(self) -> None:
-        """Close the real transport."""
-        await self._inner.aclose()
+        # The platform's own headers, except the length of the body this replaces.
+        headers = [(name, value) for name, value in response.headers.items() if name != "content-length"]
+        return httpx2.Response(response.status_code, headers=headers, json=body)
 
 
 async def test_a_fee_of_unknown_amount_is_omitted_from_the_policy_and_refuses_the_booking(

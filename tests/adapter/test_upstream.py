@@ -44,6 +44,7 @@ from tests.adapter.conftest import (
     CLEANING,
     DAY,
     NOW,
+    ForwardingTransport,
     Platform,
     approved,
     create_input,
@@ -292,21 +293,17 @@ async def test_real_availability_deprecation_is_warned_once_and_never_in_results
         assert "deprecat" not in text.lower()
 
 
-class RecordingTransport(httpx2.AsyncBaseTransport):
+class RecordingTransport(ForwardingTransport):
     """The real network transport, recording every request it sends."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.requests: list[httpx2.Request] = []
-        self._inner = httpx2.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """Record, then send for real."""
         self.requests.append(request)
-        return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        """Close the real transport."""
-        await self._inner.aclose()
+        return await super().handle_async_request(request)
 
 
 async def test_every_request_to_the_real_platform_is_pinned_and_identified(
@@ -366,11 +363,11 @@ async def test_concurrent_fetches_answered_in_reverse_order_keep_issue_order() -
     assert capture.last.call == "GET /api/a/second"
 
 
-class OrganizationLastTransport(httpx2.AsyncBaseTransport):
+class OrganizationLastTransport(ForwardingTransport):
     """The real network transport, holding organization reads until an availability read was answered."""
 
     def __init__(self) -> None:
-        self._inner = httpx2.AsyncHTTPTransport()
+        super().__init__()
         self._availability_answered = anyio.Event()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -384,10 +381,6 @@ class OrganizationLastTransport(httpx2.AsyncBaseTransport):
             with anyio.fail_after(5):
                 await self._availability_answered.wait()
         return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        """Close the real transport."""
-        await self._inner.aclose()
 
 
 async def test_availability_find_audits_the_availability_response_even_when_it_arrives_first(
