@@ -1,15 +1,18 @@
 """The reference OSBP adapter for the synthetic Bookwell platform (osbp.backend), reached only over HTTP.
 
-Public surface: :func:`build_adapter` (from :class:`AdapterSettings`, the ``OSBP_*`` environment) returns
-a :class:`ReferenceAdapter` implementing :class:`osbp.protocol.contract.BookingAdapter`.
+Public surface: :class:`ReferenceAdapter` implements the platform port
+(:class:`osbp.protocol.port.PlatformAdapter`); :func:`build_platform_adapter` builds it from
+:class:`AdapterSettings` (the ``OSBP_*`` environment), and :func:`build_adapter` wraps it in the protocol
+core (:class:`osbp.protocol.core.OsbpCore`), the complete seven-method adapter.
 
 Modules: ``settings`` (configuration), ``upstream`` (the one HTTP helper and UpstreamMeta capture),
 ``native`` (Bookwell's wire shapes), ``bookwell`` (its endpoints as typed calls), ``translate`` (native →
-OSBP), ``problems`` (status mapping), ``booking`` (booking.create), ``reference`` (the adapter),
+OSBP), ``problems`` (status mapping), ``booking`` (booking.create's port methods),
+``reference`` (the adapter),
 ``bench`` (`osbp bench adapter`).
 """
 
-from osbp.adapter.reference import ReferenceAdapter, build_adapter
+from osbp.adapter.reference import ReferenceAdapter, build_adapter, build_platform_adapter
 from osbp.adapter.settings import AdapterSettings
 
-__all__ = ["AdapterSettings", "ReferenceAdapter", "build_adapter"]
+__all__ = ["AdapterSettings", "ReferenceAdapter", "build_adapter", "build_platform_adapter"]

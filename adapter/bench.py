@@ -29,12 +29,13 @@ import anyio
 from rich.console import Console
 from rich.table import Table
 
-from osbp.adapter.reference import ReferenceAdapter, build_adapter
+from osbp.adapter.reference import build_adapter
 from osbp.adapter.settings import AdapterSettings
 from osbp.bench import latency_ms
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.contract import Failure, Success
+from osbp.protocol.core import OsbpCore
 from osbp.protocol.models import Approval, BookingCreateInput, BookingMandate, Customer, Money
 from osbp.protocol.upstream import capture_upstream
 
@@ -68,7 +69,7 @@ def _input(key: str) -> BookingCreateInput:
     )
 
 
-async def _attempt(adapter: ReferenceAdapter, key: str) -> tuple[float, float, list[str]]:
+async def _attempt(adapter: OsbpCore, key: str) -> tuple[float, float, list[str]]:
     inp = _input(key)
     started = time.perf_counter()
     challenge = await adapter.create_booking(inp)

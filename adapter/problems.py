@@ -36,7 +36,7 @@ from osbp.adapter.upstream import UpstreamResponse, UpstreamUnavailable
 from osbp.protocol.contract import AdapterResult, Failure
 from osbp.protocol.idempotency import IDEMPOTENCY_IN_PROGRESS
 from osbp.protocol.models import Problem
-from osbp.protocol.problems import ProblemCode, problem
+from osbp.protocol.problems import INVALID_CUSTOMER, UPSTREAM_UNAVAILABLE, ProblemCode, problem
 
 __all__ = [
     "INVALID_CUSTOMER",
@@ -58,10 +58,8 @@ __all__ = [
 ]
 
 # Adapter-specific codes (the spec allows them beside the protocol-meaningful set).
-UPSTREAM_UNAVAILABLE = "upstream_unavailable"
 MISSING_CONFIG = "missing_config"
 INVALID_INPUT = "invalid_input"
-INVALID_CUSTOMER = "invalid_customer"
 INVALID_VERIFICATION_PURPOSE = "invalid_verification_purpose"
 VERIFICATION_NOT_SUPPORTED = "verification_not_supported"
 PRE_VERIFICATION_NOT_SUPPORTED = "pre_verification_not_supported"

@@ -1,15 +1,17 @@
-"""The reference adapter: OSBP's seven adapter methods over Bookwell's native HTTP API.
+"""The reference adapter: OSBP's platform port over Bookwell's native HTTP API.
 
-:func:`build_adapter` wires one :class:`ReferenceAdapter` from
-:class:`~osbp.adapter.settings.AdapterSettings`. Every method returns an
-:data:`~osbp.protocol.contract.AdapterResult` and never raises for an expected failure.
+:class:`ReferenceAdapter` implements :class:`~osbp.protocol.port.PlatformAdapter`: the read and
+verification tools, booking.status, and booking.create's two port methods (:mod:`osbp.adapter.booking`).
+Every rule around a create (mandate, approval gate, idempotency, receipt, snapshot) is the protocol
+core's: :func:`build_adapter` wraps the reference adapter in :class:`~osbp.protocol.core.OsbpCore` for
+in-process use, and the MCP server's composition root does the same with :func:`build_platform_adapter`.
+Every method returns a value and never raises for an expected failure.
 
 * The read tools (service.describe, availability.find, policy.explain) fall back to the configured
   default service and schedule when the input omits them; booking.create never defaults anything
   (:mod:`osbp.adapter.booking`).
-* booking.status is a direct platform read (current state). Only when the platform cannot be reached
-  (``upstream_unavailable``) and this adapter created the booking does it answer from the snapshot taken
-  at creation, saying so in ``osbp_runtime.message``: that answer is never presented as fresh.
+* booking.status is a direct platform read (current state); ``upstream_unavailable`` when the platform
+  cannot be reached (the core then answers from its creation snapshot, marked as not fresh).
 * verification.send asks the platform to send a code by the channel the organization's services verify
   with; an organization without verification answers ``verification_not_supported``.
 * verification.verify is rejected with ``pre_verification_not_supported``: Bookwell checks and consumes
@@ -26,7 +28,7 @@ from collections.abc import Callable
 import httpx2
 
 from osbp.adapter import translate
-from osbp.adapter.booking import BookingFlow
+from osbp.adapter.booking import BookwellBooking
 from osbp.adapter.bookwell import PLATFORM, VERSION_HEADER, BookwellApi
 from osbp.adapter.problems import (
     INVALID_CUSTOMER,
@@ -34,28 +36,24 @@ from osbp.adapter.problems import (
     INVALID_VERIFICATION_PURPOSE,
     MISSING_CONFIG,
     PRE_VERIFICATION_NOT_SUPPORTED,
-    UPSTREAM_UNAVAILABLE,
     VERIFICATION_NOT_SUPPORTED,
     at_edge,
 )
 from osbp.adapter.settings import AdapterSettings
 from osbp.adapter.upstream import LifecycleNotices, Upstream
-from osbp.protocol.approval import ApprovalGate, default_token_source
-from osbp.protocol.clock import Clock, SystemClock
+from osbp.protocol.approval import default_token_source
+from osbp.protocol.clock import Clock
 from osbp.protocol.contract import AdapterResult, Failure, Success
-from osbp.protocol.idempotency import IdempotencyStore
+from osbp.protocol.core import OsbpCore
 from osbp.protocol.models import (
     AvailabilityFindInput,
     Booking,
-    BookingCreateInput,
     BookingStatusInput,
     Customer,
     PlatformIdentity,
     Policy,
     PolicyExplainInput,
     Problem,
-    Receipt,
-    RuntimeDiagnostics,
     Service,
     ServiceDescribeInput,
     Slot,
@@ -64,40 +62,31 @@ from osbp.protocol.models import (
     VerificationSendInput,
     VerificationVerifyInput,
 )
+from osbp.protocol.port import BookingRequest, Offer
 from osbp.protocol.problems import ProblemCode, problem
-from osbp.protocol.store import StateStore
 from osbp.protocol.timeutil import parse_date
 
-__all__ = ["SNAPSHOT_FALLBACK", "ReferenceAdapter", "build_adapter"]
-
-#: ``osbp_runtime`` of a booking.status answered from the local snapshot (the spec: never pretend fresh).
-SNAPSHOT_FALLBACK = RuntimeDiagnostics(
-    message="The booking platform could not be reached. This is the booking as OSBP recorded it when it was "
-    "created here, not current platform state; check again later for its current status."
-)
+__all__ = ["ReferenceAdapter", "build_adapter", "build_platform_adapter"]
 
 
 class ReferenceAdapter:
-    """The seven-method OSBP adapter for one Bookwell organization."""
+    """The platform adapter (OSBP's platform port) for one Bookwell organization."""
 
-    def __init__(
-        self,
-        settings: AdapterSettings,
-        *,
-        api: BookwellApi,
-        booking: BookingFlow,
-        snapshots: IdempotencyStore,
-    ) -> None:
+    def __init__(self, settings: AdapterSettings, *, api: BookwellApi) -> None:
         self._settings = settings
         self._org = settings.organization_id
         self._api = api
-        self._booking = booking
-        self._snapshots = snapshots
+        self._booking = BookwellBooking(api)
 
     @property
     def platform(self) -> PlatformIdentity:
         """The static platform identity (vendor slug and the exact native version pin)."""
         return PLATFORM
+
+    @property
+    def organization_id(self) -> str:
+        """The one Bookwell organization this adapter serves."""
+        return self._org
 
     def _service_id(self, given: str | None) -> str | Problem:
         service_id = given or self._settings.default_service_id
@@ -217,9 +206,13 @@ class ReferenceAdapter:
             )
         )
 
-    async def create_booking(self, inp: BookingCreateInput) -> AdapterResult[Receipt]:
-        """booking.create: idempotency → resolve → mandate → slot → approval → platform create → receipt."""
-        return await self._booking.create(inp)
+    async def resolve_booking(self, request: BookingRequest) -> Offer | Problem:
+        """booking.create's facts: service, organization and the day's availability (reads only)."""
+        return await self._booking.resolve(request)
+
+    async def place_booking(self, request: BookingRequest, customer_name: str) -> Booking | Problem:
+        """booking.create's platform write, idempotent per the OSBP key."""
+        return await self._booking.place(request, customer_name)
 
     async def get_booking(self, inp: BookingStatusInput) -> AdapterResult[Booking]:
         """booking.status: a direct platform read of the appointment (always current platform state)."""
@@ -234,10 +227,6 @@ class ReferenceAdapter:
                 )
             native = await self._api.appointment(inp.booking_id)
             if isinstance(native, Problem):
-                if native.code == UPSTREAM_UNAVAILABLE:
-                    snapshot = await self._snapshots.abooking_snapshot(inp.booking_id)
-                    if snapshot is not None:
-                        return Success(snapshot, runtime=SNAPSHOT_FALLBACK)
                 return Failure(native)
             return Success(translate.booking(native))
 
@@ -248,6 +237,20 @@ class ReferenceAdapter:
         await self._api.aclose()
 
 
+def build_platform_adapter(
+    settings: AdapterSettings | None = None,
+    *,
+    transport: httpx2.AsyncBaseTransport | None = None,
+    notices: LifecycleNotices | None = None,
+) -> ReferenceAdapter:
+    """The reference platform adapter alone (the server wraps it in the core); ``aclose`` it after."""
+    settings = settings or AdapterSettings()
+    upstream = Upstream(
+        settings, platform=PLATFORM, version_header=VERSION_HEADER, transport=transport, notices=notices
+    )
+    return ReferenceAdapter(settings, api=BookwellApi(upstream, settings.organization_id))
+
+
 def build_adapter(
     settings: AdapterSettings | None = None,
     *,
@@ -255,20 +258,8 @@ def build_adapter(
     transport: httpx2.AsyncBaseTransport | None = None,
     token_source: Callable[[], str] = default_token_source,
     notices: LifecycleNotices | None = None,
-) -> ReferenceAdapter:
-    """The reference adapter from settings (the ``OSBP_*`` environment by default); ``aclose`` it after."""
+) -> OsbpCore:
+    """The complete OSBP adapter for Bookwell: the reference adapter inside the protocol core."""
     settings = settings or AdapterSettings()
-    clock = clock or SystemClock()
-    state = StateStore(settings.state_path)
-    upstream = Upstream(
-        settings, platform=PLATFORM, version_header=VERSION_HEADER, transport=transport, notices=notices
-    )
-    api = BookwellApi(upstream, settings.organization_id)
-    idempotency = IdempotencyStore(state, clock=clock)
-    booking = BookingFlow(
-        api,
-        idempotency=idempotency,
-        approvals=ApprovalGate(state, clock=clock, token_source=token_source),
-        clock=clock,
-    )
-    return ReferenceAdapter(settings, api=api, booking=booking, snapshots=idempotency)
+    platform = build_platform_adapter(settings, transport=transport, notices=notices)
+    return OsbpCore(platform, state=settings.state_path, clock=clock, token_source=token_source)

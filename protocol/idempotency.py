@@ -1,6 +1,8 @@
 """Durable booking.create idempotency, keyed by ``idempotency_key`` and the payload hash.
 
-The adapter calls :meth:`IdempotencyStore.claim` first on every booking.create:
+The booking pipeline (:mod:`osbp.protocol.booking`) asks :meth:`IdempotencyStore.replay` first (a settled
+key with this payload answers from here, before anything else), then, once the platform-free mandate
+steps passed, :meth:`IdempotencyStore.claim`:
 
 * :class:`Replay` - the key already settled with this payload: return ``replay.receipt`` with
   :data:`LOCAL_CACHE_REPLAY` as ``osbp_runtime`` and make no platform call;
@@ -222,6 +224,16 @@ class IdempotencyStore:
                 (now, lease.key, lease.lease_id),
             )
 
+    def replay(self, key: str, payload_hash: str) -> Receipt | None:
+        """The receipt ``key`` settled with for exactly this payload, if it did (a read; claims nothing)."""
+        with self._state.read() as db:
+            row = db.execute(
+                "SELECT receipt_json FROM idempotency"
+                " WHERE key = ? AND payload_hash = ? AND state = 'settled'",
+                (key, payload_hash),
+            ).fetchone()
+        return None if row is None else Receipt.model_validate_json(row[0])
+
     def settled_receipt(self, key: str) -> Receipt | None:
         """The settled receipt stored under ``key``, if any (a local snapshot, not platform state)."""
         with self._state.read() as db:
@@ -229,6 +241,10 @@ class IdempotencyStore:
                 "SELECT receipt_json FROM idempotency WHERE key = ? AND state = 'settled'", (key,)
             ).fetchone()
         return None if row is None else Receipt.model_validate_json(row[0])
+
+    async def areplay(self, key: str, payload_hash: str) -> Receipt | None:
+        """:meth:`replay` in a worker thread."""
+        return await anyio.to_thread.run_sync(self.replay, key, payload_hash)
 
     async def aclaim(self, key: str, payload_hash: str) -> ClaimOutcome:
         """:meth:`claim` in a worker thread."""

@@ -35,6 +35,11 @@ answers. Within each step the order is fixed as listed:
    must be the same currency (else ``currency_mismatch``) and cover the amount (else
    ``policy_fee_exceeds_mandate``; equal passes).
 
+Steps 1–4, the shape of the requested date and time and the ``earliest_start`` bound need no platform data:
+:func:`precheck_mandate` runs exactly those, in the same order, so they answer before any platform request
+(an expired mandate is ``mandate_expired`` even while the platform is down). :func:`validate_mandate` then
+runs every step on the resolved facts; a booking that passed the pre-check meets the same first steps again.
+
 Every ``requires_user_confirmation`` from here is the fail-closed form: not retryable, no approval token.
 Cancellation and no-show fees are disclosed in the approval summary but, as the spec says, not capped by
 the mandate. Final confirmation and idempotency (the spec's last two obligations) live in
@@ -45,12 +50,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from osbp.protocol.models import BookingMandate, Money, Policy, Problem, Service, Slot
+from osbp.protocol.models import BookingCreateInput, BookingMandate, Money, Policy, Problem, Service, Slot
 from osbp.protocol.money import fixed_amount, format_display
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.timeutil import combine_wall_clock, has_offset, parse_instant, parse_wall_clock
 
-__all__ = ["check_requested_wall_clock", "validate_mandate"]
+__all__ = ["check_requested_wall_clock", "precheck_mandate", "validate_mandate"]
 
 
 def _amount(money: Money) -> str:
@@ -94,22 +99,39 @@ def _well_formed(mandate: BookingMandate) -> Problem | None:
     return None
 
 
-def _scope(mandate: BookingMandate, slot: Slot, policy: Policy) -> Problem | None:
+def _scope(
+    mandate: BookingMandate,
+    *,
+    organizations: set[str],
+    service_id: str,
+    schedule_id: str,
+    provider_id: str | None,
+) -> Problem | None:
+    if organizations != {mandate.organization_id}:
+        return problem(ProblemCode.ORGANIZATION_NOT_ALLOWED)
+    if mandate.service_ids is not None and service_id not in mandate.service_ids:
+        return problem(ProblemCode.SERVICE_NOT_ALLOWED)
+    if mandate.schedule_ids is not None and schedule_id not in mandate.schedule_ids:
+        return problem(ProblemCode.SCHEDULE_NOT_ALLOWED)
+    if mandate.provider_ids is not None:
+        if not provider_id:
+            return problem(ProblemCode.PROVIDER_UNKNOWN)
+        if provider_id not in mandate.provider_ids:
+            return problem(ProblemCode.PROVIDER_NOT_ALLOWED)
+    return None
+
+
+def _slot_scope(mandate: BookingMandate, slot: Slot, policy: Policy) -> Problem | None:
     organizations = {slot.organization_id}
     if policy.organization is not None:
         organizations.add(policy.organization.id)
-    if organizations != {mandate.organization_id}:
-        return problem(ProblemCode.ORGANIZATION_NOT_ALLOWED)
-    if mandate.service_ids is not None and slot.service_id not in mandate.service_ids:
-        return problem(ProblemCode.SERVICE_NOT_ALLOWED)
-    if mandate.schedule_ids is not None and slot.schedule_id not in mandate.schedule_ids:
-        return problem(ProblemCode.SCHEDULE_NOT_ALLOWED)
-    if mandate.provider_ids is not None:
-        if not slot.provider_id:
-            return problem(ProblemCode.PROVIDER_UNKNOWN)
-        if slot.provider_id not in mandate.provider_ids:
-            return problem(ProblemCode.PROVIDER_NOT_ALLOWED)
-    return None
+    return _scope(
+        mandate,
+        organizations=organizations,
+        service_id=slot.service_id,
+        schedule_id=slot.schedule_id,
+        provider_id=slot.provider_id,
+    )
 
 
 def _wall_clock(name: str, value: str | None) -> tuple[datetime | None, Problem | None]:
@@ -123,13 +145,35 @@ def _wall_clock(name: str, value: str | None) -> tuple[datetime | None, Problem 
     return parsed, None
 
 
-def _window(mandate: BookingMandate, slot: Slot) -> Problem | None:
+def _mandate_window(mandate: BookingMandate) -> tuple[datetime, datetime] | Problem:
     earliest, failed = _wall_clock("earliest_start", mandate.earliest_start)
     if failed:
         return failed
     latest, failed = _wall_clock("latest_end", mandate.latest_end)
     if failed:
         return failed
+    if earliest is None or latest is None:  # unreachable: failed is set
+        return _invalid("a wall-clock field is missing")
+    return earliest, latest
+
+
+def _too_early(
+    mandate: BookingMandate, starts_at_local: str, start: datetime, earliest: datetime
+) -> Problem | None:
+    if start < earliest:
+        return problem(
+            ProblemCode.SLOT_TOO_EARLY,
+            f"The slot starts at {starts_at_local} (merchant time), before "
+            f"BookingMandate.earliest_start {mandate.earliest_start}.",
+        )
+    return None
+
+
+def _window(mandate: BookingMandate, slot: Slot) -> Problem | None:
+    bounds = _mandate_window(mandate)
+    if isinstance(bounds, Problem):
+        return bounds
+    earliest, latest = bounds
     start, failed = _wall_clock("slot starts_at_local", slot.starts_at_local)
     if failed:
         return failed
@@ -139,14 +183,10 @@ def _window(mandate: BookingMandate, slot: Slot) -> Problem | None:
     for name, instant in (("starts_at", slot.starts_at), ("ends_at", slot.ends_at)):
         if instant is not None and parse_instant(instant) is None:
             return _invalid(f"slot {name} must be an RFC 3339 instant with Z or an explicit UTC offset")
-    if earliest is None or latest is None or start is None or end is None:  # unreachable: failed is set
+    if start is None or end is None:  # unreachable: failed is set
         return _invalid("a wall-clock field is missing")
-    if start < earliest:
-        return problem(
-            ProblemCode.SLOT_TOO_EARLY,
-            f"The slot starts at {slot.starts_at_local} (merchant time), before "
-            f"BookingMandate.earliest_start {mandate.earliest_start}.",
-        )
+    if early := _too_early(mandate, slot.starts_at_local, start, earliest):
+        return early
     if end > latest:
         return problem(
             ProblemCode.SLOT_TOO_LATE,
@@ -228,16 +268,8 @@ def _payment(mandate: BookingMandate, slot: Slot, service: Service, policy: Poli
     return None
 
 
-def validate_mandate(
-    mandate: BookingMandate,
-    *,
-    slot: Slot,
-    service: Service,
-    policy: Policy,
-    now: datetime,
-    action: str = "booking.create",
-) -> Problem | None:
-    """The first mandate rule the resolved booking breaks (in the spec's order), or ``None``."""
+def _head(mandate: BookingMandate, *, now: datetime, action: str) -> Problem | None:
+    """Steps 1-3: well-formed, not expired, the action allowed."""
     failed = _well_formed(mandate)
     if failed:
         return failed
@@ -250,14 +282,60 @@ def validate_mandate(
         return problem(ProblemCode.MANDATE_EXPIRED, f"BookingMandate expired at {mandate.expires_at}.")
     if action not in (mandate.allowed_actions or []):
         return problem(ProblemCode.ACTION_NOT_ALLOWED, f"{action} is not in BookingMandate.allowed_actions.")
+    return None
+
+
+def validate_mandate(
+    mandate: BookingMandate,
+    *,
+    slot: Slot,
+    service: Service,
+    policy: Policy,
+    now: datetime,
+    action: str = "booking.create",
+) -> Problem | None:
+    """The first mandate rule the resolved booking breaks (in the spec's order), or ``None``."""
     # `or` short-circuits: the first failing step answers and the later ones never run.
     return (
-        _scope(mandate, slot, policy)
+        _head(mandate, now=now, action=action)
+        or _slot_scope(mandate, slot, policy)
         or _window(mandate, slot)
         or _price(mandate, slot, service)
         or (problem(ProblemCode.REQUIRES_CONSULTATION_HANDOFF) if service.requires_consultation else None)
         or _payment(mandate, slot, service, policy)
     )
+
+
+def precheck_mandate(
+    inp: BookingCreateInput, *, organization_id: str, now: datetime, action: str = "booking.create"
+) -> str | Problem:
+    """The mandate steps that need no platform data, in the spec's order: the requested start, or a Problem.
+
+    Well-formed, not expired, action, scope (the request's organization is the one this adapter serves,
+    its ids are the create-ready ids), then the wall-clock step as far as the request alone decides it:
+    the mandate window's shape, the requested date and time's shape, and the ``earliest_start`` bound.
+    On success the merchant-local start (``2026-05-05T13:00:00``) is returned for the platform steps.
+    """
+    mandate = inp.mandate
+    failed = _head(mandate, now=now, action=action) or _scope(
+        mandate,
+        organizations={organization_id},
+        service_id=inp.service_id,
+        schedule_id=inp.schedule_id,
+        provider_id=inp.provider_id,
+    )
+    if failed:
+        return failed
+    bounds = _mandate_window(mandate)
+    if isinstance(bounds, Problem):
+        return bounds
+    start_local = check_requested_wall_clock(inp.date, inp.time)
+    if isinstance(start_local, Problem):
+        return start_local
+    start = parse_wall_clock(start_local)
+    if start is None:  # unreachable: check_requested_wall_clock formatted it
+        return _invalid("booking.create date and time are not a wall-clock value")
+    return _too_early(mandate, start_local, start, bounds[0]) or start_local
 
 
 def check_requested_wall_clock(date: str, time: str) -> str | Problem:

@@ -13,7 +13,9 @@ from osbp.protocol.models import Problem
 
 __all__ = [
     "DEFAULT_MESSAGES",
+    "INVALID_CUSTOMER",
     "RETRYABLE_CODES",
+    "UPSTREAM_UNAVAILABLE",
     "ProblemCode",
     "problem",
 ]
@@ -46,6 +48,13 @@ class ProblemCode(StrEnum):
     BOOKING_STATUS_REQUIRES_VERIFICATION = "booking_status_requires_verification"
     RATE_LIMITED = "rate_limited"
     INTERNAL_ADAPTER_ERROR = "internal_adapter_error"
+
+
+# Extension codes the protocol core itself answers (the spec allows codes beside its table).
+#: The platform could not be reached (5xx, timeout, refused connection): retryable.
+UPSTREAM_UNAVAILABLE = "upstream_unavailable"
+#: booking.create without the customer's name or a contact, which the core requires before approval.
+INVALID_CUSTOMER = "invalid_customer"
 
 
 #: Codes the spec marks retryable. ``requires_user_confirmation`` is retryable only in its challenge form

@@ -1,9 +1,12 @@
-"""How the server gets its adapter: a factory from ServerSettings to any BookingAdapter.
+"""The server's composition root: a platform adapter from a factory, wrapped in the protocol core.
 
-The server depends on adapters only through :class:`~osbp.protocol.contract.BookingAdapter` and this
-factory, so another platform's adapter plugs in with ``--adapter module:function`` (or
-``OSBP_ADAPTER_FACTORY``). The reference factory imports the reference adapter lazily. A factory should
-give its adapter ``settings.clock()``, the process's one clock, so ``--now`` reaches the adapter too.
+A factory maps :class:`~osbp.server.settings.ServerSettings` to a
+:class:`~osbp.protocol.port.PlatformAdapter`; :func:`compose` wraps whatever it returns in
+:class:`~osbp.protocol.core.OsbpCore`, so every adapter (the reference one, or another platform's plugged
+in with ``--adapter module:function`` / ``OSBP_ADAPTER_FACTORY``) gets mandate validation, the approval
+gate and idempotency from the core, and the server never runs an adapter's own create logic. The core
+runs on ``settings.clock()``, the process's one clock, so ``--now`` reaches the mandate and approval
+checks too.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 from osbp.protocol.contract import BookingAdapter
+from osbp.protocol.core import OsbpCore
+from osbp.protocol.port import PlatformAdapter
+from osbp.protocol.store import DEFAULT_STATE_PATH
 from osbp.server.settings import ServerSettings
 
-__all__ = ["AdapterFactory", "AdapterFactoryError", "load_factory", "reference_adapter"]
+__all__ = ["AdapterFactory", "AdapterFactoryError", "compose", "load_factory", "reference_adapter"]
 
-AdapterFactory: TypeAlias = Callable[[ServerSettings], BookingAdapter]
+AdapterFactory: TypeAlias = Callable[[ServerSettings], PlatformAdapter]
 
 
 class AdapterFactoryError(Exception):
@@ -37,17 +43,26 @@ def load_factory(spec: str) -> AdapterFactory:
     return factory  # type: ignore[no-any-return]  # checked callable; the signature is the plugin's promise
 
 
-def reference_adapter(settings: ServerSettings) -> BookingAdapter:
-    """The reference adapter for the synthetic platform, configured from the server's settings."""
-    adapter_module = importlib.import_module("osbp.adapter")
+def reference_adapter(settings: ServerSettings) -> PlatformAdapter:
+    """The reference platform adapter for the synthetic platform, configured from the server's settings."""
+    from osbp.adapter import AdapterSettings, build_platform_adapter
+
     overrides: dict[str, Any] = {
         "platform_base_url": settings.platform_base_url,
         "organization_id": settings.organization_id,
     }
-    if settings.state_path is not None:
-        overrides["state_path"] = settings.state_path
     # Explicit values win over the adapter's own OSBP_* environment reading.
-    adapter_settings = adapter_module.AdapterSettings(**{k: v for k, v in overrides.items() if v is not None})
-    # The process's one clock: the adapter's mandate, approval and lease checks run on the audit's time.
-    adapter: BookingAdapter = adapter_module.build_adapter(adapter_settings, clock=settings.clock())
-    return adapter
+    adapter_settings = AdapterSettings(**{k: v for k, v in overrides.items() if v is not None})
+    return build_platform_adapter(adapter_settings)
+
+
+def compose(settings: ServerSettings) -> BookingAdapter:
+    """The configured platform adapter inside the protocol core: what the server serves."""
+    factory = load_factory(settings.adapter_factory)
+    adapter = factory(settings)
+    if not isinstance(adapter, PlatformAdapter):
+        raise AdapterFactoryError(
+            f"{settings.adapter_factory!r} returned a {type(adapter).__name__}, not a PlatformAdapter "
+            "(it needs organization_id, resolve_booking and place_booking; see docs/adapter.md)"
+        )
+    return OsbpCore(adapter, state=settings.state_path or DEFAULT_STATE_PATH, clock=settings.clock())

@@ -27,7 +27,7 @@ from osbp.protocol.clock import Clock
 from osbp.protocol.contract import BookingAdapter
 from osbp.protocol.timeutil import format_instant
 from osbp.server._sdk import stdio_server
-from osbp.server.adapter_factory import AdapterFactoryError, load_factory
+from osbp.server.adapter_factory import AdapterFactoryError, compose
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
 from osbp.server.logs import configure_logging
@@ -117,8 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra={"now": format_instant(settings.now)},
         )
     try:
-        factory = load_factory(settings.adapter_factory)
-        adapter = factory(settings)
+        adapter = compose(settings)
     except AdapterFactoryError as error:
         return _fail(str(error))
     except ValidationError as error:

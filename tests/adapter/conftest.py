@@ -17,13 +17,14 @@ from typing import Any
 import httpx2
 import pytest
 
-from osbp.adapter import AdapterSettings, ReferenceAdapter, build_adapter
+from osbp.adapter import AdapterSettings, build_adapter
 from osbp.adapter.upstream import LifecycleNotices
 from osbp.backend.serving import PlatformServer
 from osbp.backend.settings import BackendSettings
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.contract import AdapterResult, Failure, Success
+from osbp.protocol.core import OsbpCore
 from osbp.protocol.models import Approval, BookingCreateInput, BookingMandate, Customer, Money
 
 #: Monday 2026-05-04 08:00 in New York: Tuesday 2026-05-05 is an ordinary open weekday everywhere.
@@ -120,7 +121,7 @@ def make_adapter(
     organization_id: str = ORG,
     transport: httpx2.AsyncBaseTransport | None = None,
     **settings: Any,
-) -> ReferenceAdapter:
+) -> OsbpCore:
     """A reference adapter on ``base_url`` with its own lifecycle-notice record."""
     adapter_settings = AdapterSettings(
         platform_base_url=base_url, organization_id=organization_id, state_path=state_path, **settings
@@ -129,7 +130,7 @@ def make_adapter(
 
 
 @pytest.fixture
-async def adapter(platform: Platform, state_path: Path, clock: FixedClock) -> AsyncIterator[ReferenceAdapter]:
+async def adapter(platform: Platform, state_path: Path, clock: FixedClock) -> AsyncIterator[OsbpCore]:
     """The reference adapter for Carolyn's Dental on the real platform."""
     built = make_adapter(platform.base_url, state_path, clock)
     yield built
@@ -191,7 +192,7 @@ def approved(inp: BookingCreateInput, token: str) -> BookingCreateInput:
     return inp.model_copy(update={"approval": Approval(confirmed=True, token=token)})
 
 
-async def book(adapter: ReferenceAdapter, inp: BookingCreateInput) -> AdapterResult[Any]:
+async def book(adapter: OsbpCore, inp: BookingCreateInput) -> AdapterResult[Any]:
     """Preflight, then the approved create (the canonical two-call flow)."""
     return await adapter.create_booking(approved(inp, token_of(await adapter.create_booking(inp))))
 

@@ -13,10 +13,10 @@ import httpx2
 import pytest
 from sqlalchemy import text
 
-from osbp.adapter import ReferenceAdapter
 from osbp.adapter.bookwell import native_idempotency_key
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.contract import Success
+from osbp.protocol.core import OsbpCore
 from osbp.protocol.idempotency import LOCAL_CACHE_REPLAY
 from osbp.protocol.models import (
     BookingCreateInput,
@@ -65,7 +65,7 @@ def set_price(platform: Platform, service_id: str, amount: str) -> None:
 
 
 async def test_first_call_is_a_challenge_and_creates_nothing(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """OSBP spec, booking.create: a valid call without approval returns requires_user_confirmation first."""
     with capture_upstream() as capture:
@@ -76,7 +76,7 @@ async def test_first_call_is_a_challenge_and_creates_nothing(
     assert all(meta.call.startswith("GET ") for meta in capture.calls)
 
 
-async def test_challenge_summary_shows_the_resolved_booking_in_plain_prose(adapter: ReferenceAdapter) -> None:
+async def test_challenge_summary_shows_the_resolved_booking_in_plain_prose(adapter: OsbpCore) -> None:
     """OSBP spec, booking.create: service, local time with zone, provider, location, price, fees, name."""
     failure = problem_of(await adapter.create_booking(create_input()))
     summary = summary_of(failure.problem.message)
@@ -97,7 +97,7 @@ async def test_challenge_summary_shows_the_resolved_booking_in_plain_prose(adapt
 
 
 async def test_approved_create_books_and_returns_a_readable_receipt(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """OSBP spec, booking.create: the approved retry creates the appointment and returns a Receipt."""
     inp = create_input()
@@ -121,7 +121,7 @@ async def test_approved_create_books_and_returns_a_readable_receipt(
 
 
 async def test_create_passes_mandate_id_customer_and_derived_idempotency_key(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """Issue 3: native Idempotency-Key derived from the OSBP key; the mandate id in the metadata."""
     receipt = value_of(await book(adapter, create_input()))
@@ -154,7 +154,7 @@ async def test_create_passes_mandate_id_customer_and_derived_idempotency_key(
     assert replay.json()["id"] == receipt.booking_id
 
 
-async def test_booking_status_after_create_reports_booked(adapter: ReferenceAdapter) -> None:
+async def test_booking_status_after_create_reports_booked(adapter: OsbpCore) -> None:
     """OSBP spec, Canonical Flow: preflight → approved create → booking.status."""
     receipt = value_of(await book(adapter, create_input()))
     booking = value_of(await adapter.get_booking(BookingStatusInput(booking_id=receipt.booking_id)))
@@ -177,7 +177,7 @@ async def test_booking_status_after_create_reports_booked(adapter: ReferenceAdap
 
 
 async def test_replay_returns_the_stored_receipt_without_any_platform_request(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """OSBP spec, booking.create: same key and payload → same receipt without contacting the platform."""
     inp = create_input()
@@ -214,7 +214,7 @@ async def test_replay_survives_a_new_adapter_on_the_same_state_file(
 
 
 async def test_same_key_with_another_payload_is_an_idempotency_conflict(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """OSBP spec, booking.create: the same key with a different payload fails with idempotency_conflict."""
     value_of(await book(adapter, create_input()))
@@ -226,7 +226,7 @@ async def test_same_key_with_another_payload_is_an_idempotency_conflict(
 
 
 async def test_concurrent_duplicates_make_exactly_one_platform_create(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """Issue 3: concurrent duplicates of one key → exactly one platform create."""
     inp = create_input()
@@ -263,7 +263,7 @@ async def test_platform_idempotency_mismatch_is_idempotency_conflict_not_slot_ta
 
 
 async def test_a_failed_attempt_releases_the_key_for_its_retry(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """OSBP spec, booking.create: the agent retries the same attempt with the same key after a refusal."""
     inp = create_input()
@@ -317,7 +317,7 @@ async def test_a_failed_attempt_releases_the_key_for_its_retry(
     ],
 )
 async def test_mandate_problems_come_back_on_the_first_call_before_any_challenge(
-    platform: Platform, adapter: ReferenceAdapter, overrides: dict[str, object], code: str
+    platform: Platform, adapter: OsbpCore, overrides: dict[str, object], code: str
 ) -> None:
     """OSBP spec, Mandate Enforcement: every rule runs before the approval gate and before any create."""
     failure = problem_of(await adapter.create_booking(create_input(**overrides)))
@@ -327,14 +327,14 @@ async def test_mandate_problems_come_back_on_the_first_call_before_any_challenge
     assert platform.create_requests() == 0
 
 
-async def test_price_at_the_cap_passes_to_the_challenge(adapter: ReferenceAdapter) -> None:
+async def test_price_at_the_cap_passes_to_the_challenge(adapter: OsbpCore) -> None:
     """OSBP spec, Mandate Enforcement: the amount "at or below" max_price passes (boundary inclusive)."""
     inp = create_input(mandate=mandate(max_price=Money(amount_minor=12000, currency="USD")))
     assert problem_of(await adapter.create_booking(inp)).problem.code == "requires_user_confirmation"
 
 
 async def test_a_key_stays_bound_to_its_payload_after_a_failed_attempt(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """OSBP spec, idempotency: the same key with a different payload fails with idempotency_conflict,
     also when the first attempt ended without creating; the same payload may still be retried."""
@@ -348,7 +348,7 @@ async def test_a_key_stays_bound_to_its_payload_after_a_failed_attempt(
     value_of(await book(adapter, create_input(idempotency_key="idem-fresh", time="10:00")))
 
 
-async def test_provider_outside_the_mandate_wins_over_a_taken_slot(adapter: ReferenceAdapter) -> None:
+async def test_provider_outside_the_mandate_wins_over_a_taken_slot(adapter: OsbpCore) -> None:
     """Issue 3: scope wins over availability (provider_not_allowed, not slot_taken)."""
     value_of(await book(adapter, create_input()))
     inp = create_input(idempotency_key="idem-other", mandate=mandate(provider_ids=[OKAFOR]))
@@ -356,20 +356,20 @@ async def test_provider_outside_the_mandate_wins_over_a_taken_slot(adapter: Refe
 
 
 async def test_unknown_provider_outside_the_mandate_is_provider_not_allowed(
-    adapter: ReferenceAdapter,
+    adapter: OsbpCore,
 ) -> None:
     """Issue 3: scope wins even over ids the platform does not know."""
     inp = create_input(provider_id="nobody", mandate=mandate(provider_ids=[REYES]))
     assert problem_of(await adapter.create_booking(inp)).problem.code == "provider_not_allowed"
 
 
-async def test_unknown_service_outside_the_mandate_is_service_not_allowed(adapter: ReferenceAdapter) -> None:
+async def test_unknown_service_outside_the_mandate_is_service_not_allowed(adapter: OsbpCore) -> None:
     """Issue 3: mandate scope answers before the platform's "not found"."""
     inp = create_input(service_id="no_such_service", mandate=mandate(service_ids=[CLEANING]))
     assert problem_of(await adapter.create_booking(inp)).problem.code == "service_not_allowed"
 
 
-async def test_unknown_ids_inside_the_mandate_are_named(adapter: ReferenceAdapter) -> None:
+async def test_unknown_ids_inside_the_mandate_are_named(adapter: OsbpCore) -> None:
     """Issue 3 status mapping: ids the platform does not know map to adapter-specific not-found codes."""
     # One idempotency key per attempt: a key stays bound to its first payload even after a failure.
     service = problem_of(
@@ -389,7 +389,7 @@ async def test_unknown_ids_inside_the_mandate_are_named(adapter: ReferenceAdapte
 
 
 async def test_empty_provider_without_provider_scope_is_still_provider_unknown(
-    adapter: ReferenceAdapter,
+    adapter: OsbpCore,
 ) -> None:
     """Issue 3: an empty provider_id never reaches the platform (provider_unknown)."""
     assert (
@@ -398,14 +398,14 @@ async def test_empty_provider_without_provider_scope_is_still_provider_unknown(
     )
 
 
-async def test_a_time_no_longer_offered_is_slot_taken_on_preflight(adapter: ReferenceAdapter) -> None:
+async def test_a_time_no_longer_offered_is_slot_taken_on_preflight(adapter: OsbpCore) -> None:
     """Issue 3 step 4: the slot is still bookable, else slot_taken (retryable), before any challenge."""
     value_of(await book(adapter, create_input()))
     failure = problem_of(await adapter.create_booking(create_input(idempotency_key="idem-late")))
     assert (failure.problem.code, failure.problem.retryable) == ("slot_taken", True)
 
 
-async def test_off_grid_or_closed_times_are_slot_taken(adapter: ReferenceAdapter) -> None:
+async def test_off_grid_or_closed_times_are_slot_taken(adapter: OsbpCore) -> None:
     """Platform choice: a time the platform does not offer is never sent to its create endpoint."""
     off_grid = problem_of(await adapter.create_booking(create_input(idempotency_key="k-grid", time="10:05")))
     sunday = create_input(
@@ -416,7 +416,7 @@ async def test_off_grid_or_closed_times_are_slot_taken(adapter: ReferenceAdapter
 
 
 async def test_a_customer_without_name_or_contact_is_refused_before_the_gate(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """OSBP spec, Customer: the platform needs a name and a contact; fail before asking for approval."""
     no_contact = create_input(idempotency_key="k-1", customer=Customer(display_name="Jane"))
@@ -429,7 +429,7 @@ async def test_a_customer_without_name_or_contact_is_refused_before_the_gate(
 
 
 async def test_a_malformed_phone_is_the_platforms_to_reject(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """OSBP spec, Customer: contacts pass through; the platform enforces its formats (invalid_customer)."""
     failure = problem_of(
@@ -441,7 +441,7 @@ async def test_a_malformed_phone_is_the_platforms_to_reject(
 
 
 async def test_given_and_family_name_become_the_merchant_visible_name(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """OSBP spec, booking.create: the summary shows the merchant-visible name that is sent."""
     customer = Customer(given_name="Alex", family_name="Smith", email="alex@example.com")
@@ -456,7 +456,7 @@ async def test_given_and_family_name_become_the_merchant_visible_name(
 
 
 async def test_a_token_never_authorizes_another_payload_or_key(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """OSBP spec, booking.create: a leaked token cannot authorize a different booking or idempotency key."""
     token = token_of(await adapter.create_booking(create_input()))
@@ -470,7 +470,7 @@ async def test_a_token_never_authorizes_another_payload_or_key(
 
 
 async def test_an_expired_token_is_re_challenged(
-    platform: Platform, adapter: ReferenceAdapter, clock: FixedClock
+    platform: Platform, adapter: OsbpCore, clock: FixedClock
 ) -> None:
     """OSBP spec, booking.create: a token expires after a short TTL (ten minutes)."""
     inp = create_input()
@@ -483,7 +483,7 @@ async def test_an_expired_token_is_re_challenged(
 
 
 async def test_a_resolved_price_change_re_challenges_with_a_fresh_summary(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """OSBP spec, booking.create: if resolved facts such as the price change, re-challenge the user."""
     inp = create_input()
@@ -503,7 +503,7 @@ async def test_a_resolved_price_change_re_challenges_with_a_fresh_summary(
 
 
 async def test_a_price_raised_above_the_cap_after_preflight_is_refused(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """OSBP spec, Mandate Enforcement: the mandate is re-validated on the approved retry."""
     inp = create_input()
@@ -514,7 +514,7 @@ async def test_a_price_raised_above_the_cap_after_preflight_is_refused(
     assert platform.create_requests() == 0
 
 
-async def test_token_is_spent_after_success(adapter: ReferenceAdapter, state_path: Path) -> None:
+async def test_token_is_spent_after_success(adapter: OsbpCore, state_path: Path) -> None:
     """OSBP spec, booking.create: once created the token is spent; replays are idempotency's job."""
     inp = create_input()
     token = token_of(await adapter.create_booking(inp))
@@ -529,7 +529,7 @@ async def test_token_is_spent_after_success(adapter: ReferenceAdapter, state_pat
 
 
 async def test_armed_slot_taken_on_the_approved_create_is_slot_taken(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """Issue 3: platform slot conflict → slot_taken (retryable)."""
     inp = create_input()
@@ -541,7 +541,7 @@ async def test_armed_slot_taken_on_the_approved_create_is_slot_taken(
 
 
 async def test_armed_requires_verification_is_requires_verification(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """Issue 3: platform 428 → requires_verification (retryable)."""
     inp = create_input()

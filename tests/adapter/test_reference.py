@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from osbp.adapter import ReferenceAdapter
-from osbp.adapter.reference import SNAPSHOT_FALLBACK
 from osbp.backend.serving import PlatformServer
 from osbp.backend.settings import BackendSettings
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.contract import BookingAdapter, Failure, Success
+from osbp.protocol.core import SNAPSHOT_FALLBACK, OsbpCore
 from osbp.protocol.models import (
     AvailabilityFindInput,
     BookingStatusInput,
@@ -42,13 +41,13 @@ from tests.adapter.conftest import (
 pytestmark = pytest.mark.anyio
 
 
-async def test_the_adapter_satisfies_the_protocol_contract(adapter: ReferenceAdapter) -> None:
+async def test_the_adapter_satisfies_the_protocol_contract(adapter: OsbpCore) -> None:
     """OSBP spec, Adapter Contract: the seven methods plus a static platform identity."""
     assert isinstance(adapter, BookingAdapter)
     assert adapter.platform == PlatformIdentity(vendor="bookwell", api_version="2026-04-01")
 
 
-async def test_describe_service_reads_the_platform(adapter: ReferenceAdapter) -> None:
+async def test_describe_service_reads_the_platform(adapter: OsbpCore) -> None:
     """OSBP spec, service.describe: duration, price in minor units, consultation flag."""
     service = value_of(await adapter.describe_service(ServiceDescribeInput(service_id=CLEANING)))
     assert (service.id, service.name, service.duration) == (CLEANING, "Regular cleaning", "PT45M")
@@ -65,7 +64,7 @@ async def test_describe_service_uses_the_configured_default(platform: Platform, 
 
 
 async def test_reads_without_a_service_and_without_a_default_say_missing_config(
-    adapter: ReferenceAdapter,
+    adapter: OsbpCore,
 ) -> None:
     """OSBP spec, Problem codes: adapters may emit adapter-specific codes such as missing_config."""
     with capture_upstream() as capture:
@@ -74,7 +73,7 @@ async def test_reads_without_a_service_and_without_a_default_say_missing_config(
     assert capture.calls == []
 
 
-async def test_unknown_service_is_service_not_found(adapter: ReferenceAdapter) -> None:
+async def test_unknown_service_is_service_not_found(adapter: OsbpCore) -> None:
     """Issue 3 status mapping: the platform's 404 becomes an adapter-specific, non-retryable Problem."""
     failure = problem_of(await adapter.describe_service(ServiceDescribeInput(service_id="no_such_service")))
     assert (failure.problem.code, failure.problem.retryable) == ("service_not_found", False)
@@ -88,7 +87,7 @@ async def test_unknown_organization_is_a_configuration_problem(platform: Platfor
     assert failure.problem.code == "organization_not_found"
 
 
-async def test_find_availability_returns_denormalized_slots(adapter: ReferenceAdapter) -> None:
+async def test_find_availability_returns_denormalized_slots(adapter: OsbpCore) -> None:
     """OSBP spec, availability.find: create-ready ids, instant plus wall-clock, names, price."""
     slots = value_of(await adapter.find_availability(AvailabilityFindInput(service_id=CLEANING, date=DAY)))
     first = next(slot for slot in slots if slot.provider_id == REYES)
@@ -172,7 +171,7 @@ async def test_zero_exponent_prices_are_not_scaled_by_100(platform: Platform, tm
     assert (kwd.price.amount_minor, kwd.price.currency) == (12500, "KWD")
 
 
-async def test_a_closed_day_has_no_slots(adapter: ReferenceAdapter) -> None:
+async def test_a_closed_day_has_no_slots(adapter: OsbpCore) -> None:
     """OSBP spec, availability.find: an empty list, not a Problem, when nothing is open."""
     assert (
         value_of(
@@ -182,7 +181,7 @@ async def test_a_closed_day_has_no_slots(adapter: ReferenceAdapter) -> None:
     )
 
 
-async def test_a_malformed_date_is_rejected_without_a_platform_call(adapter: ReferenceAdapter) -> None:
+async def test_a_malformed_date_is_rejected_without_a_platform_call(adapter: OsbpCore) -> None:
     """OSBP spec, availability.find: date is a merchant-local YYYY-MM-DD."""
     with capture_upstream() as capture:
         failure = problem_of(
@@ -192,7 +191,7 @@ async def test_a_malformed_date_is_rejected_without_a_platform_call(adapter: Ref
     assert capture.calls == []
 
 
-async def test_booked_time_disappears_from_availability(adapter: ReferenceAdapter) -> None:
+async def test_booked_time_disappears_from_availability(adapter: OsbpCore) -> None:
     """OSBP spec, Slot: inventory must not be double-sold."""
     value_of(await book(adapter, create_input()))
     inp = AvailabilityFindInput(service_id=CLEANING, date=DAY, provider_id=REYES)
@@ -200,7 +199,7 @@ async def test_booked_time_disappears_from_availability(adapter: ReferenceAdapte
     assert "2026-05-05T10:00:00" not in {slot.starts_at_local for slot in slots}
 
 
-async def test_explain_policy_for_a_deposit_service(adapter: ReferenceAdapter) -> None:
+async def test_explain_policy_for_a_deposit_service(adapter: OsbpCore) -> None:
     """OSBP spec, policy.explain: payment requirement, deposit, windows and the organization block."""
     policy = value_of(await adapter.explain_policy(PolicyExplainInput(service_id="carolyns_dental_crown")))
     assert policy.payment_requirement == "deposit"
@@ -237,7 +236,7 @@ async def test_verification_send_delivers_a_code_by_sms(platform: Platform, tmp_
     assert len(platform.latest_code("gus_notary")) == 6
 
 
-async def test_verification_send_without_verification_is_not_supported(adapter: ReferenceAdapter) -> None:
+async def test_verification_send_without_verification_is_not_supported(adapter: OsbpCore) -> None:
     """Issue 3: verification_not_supported when the organization has no verification."""
     failure = problem_of(
         await adapter.send_verification(VerificationSendInput(customer=Customer(phone="+12125550142")))
@@ -292,7 +291,7 @@ async def test_verification_verify_is_rejected_without_touching_the_platform(
 
 
 async def test_booking_status_reads_current_platform_state(
-    platform: Platform, adapter: ReferenceAdapter
+    platform: Platform, adapter: OsbpCore
 ) -> None:
     """OSBP spec, booking.status: a direct platform read reports the appointment's current state."""
     receipt = value_of(await book(adapter, create_input()))
@@ -314,7 +313,7 @@ async def test_booking_status_reads_current_platform_state(
     ]
 
 
-async def test_booking_status_of_an_unknown_id_is_booking_not_found(adapter: ReferenceAdapter) -> None:
+async def test_booking_status_of_an_unknown_id_is_booking_not_found(adapter: OsbpCore) -> None:
     """OSBP spec, Problem codes: booking_not_found when no appointment matches."""
     failure = problem_of(await adapter.get_booking(BookingStatusInput(booking_id="apt_0000000000000000")))
     assert (failure.problem.code, failure.problem.retryable) == ("booking_not_found", False)
@@ -323,7 +322,7 @@ async def test_booking_status_of_an_unknown_id_is_booking_not_found(adapter: Ref
 
 
 async def test_booking_status_falls_back_to_the_creation_snapshot_only_when_the_platform_is_unreachable(
-    platform: Platform, adapter: ReferenceAdapter, state_path: Path, clock: FixedClock
+    platform: Platform, adapter: OsbpCore, state_path: Path, clock: FixedClock
 ) -> None:
     """OSBP spec, booking.status: a local record is a documented fallback that never pretends to be fresh."""
     receipt = value_of(await book(adapter, create_input()))
@@ -380,7 +379,7 @@ async def test_platform_rate_limit_is_rate_limited_with_meta(tmp_path: Path) -> 
     assert meta.request_id
 
 
-async def test_upstream_meta_of_a_read_is_captured_for_the_audit(adapter: ReferenceAdapter) -> None:
+async def test_upstream_meta_of_a_read_is_captured_for_the_audit(adapter: OsbpCore) -> None:
     """OSBP spec, Audit: the meta of the tool call in progress is available to the caller."""
     with capture_upstream() as capture:
         value_of(await adapter.explain_policy(PolicyExplainInput(service_id=CLEANING)))

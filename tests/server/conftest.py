@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 
 from osbp.protocol.clock import FixedClock
+from osbp.protocol.core import OsbpCore
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
 from tests.server.memory_adapter import ORG, PROVIDER, SCHEDULE, SERVICE, MemoryAdapter
@@ -33,9 +34,15 @@ def clock() -> FixedClock:
 
 
 @pytest.fixture
-def adapter(tmp_path: Path, clock: FixedClock) -> MemoryAdapter:
-    """The in-memory adapter with its state file in a temporary directory."""
-    return MemoryAdapter(state_path=tmp_path / "state" / "osbp.sqlite3", clock=clock)
+def adapter(clock: FixedClock) -> MemoryAdapter:
+    """The in-memory platform adapter (tests read its counters)."""
+    return MemoryAdapter(clock=clock)
+
+
+@pytest.fixture
+def core(adapter: MemoryAdapter, tmp_path: Path, clock: FixedClock) -> OsbpCore:
+    """The in-memory adapter inside the protocol core, its state file in a temporary directory."""
+    return OsbpCore(adapter, state=tmp_path / "state" / "osbp.sqlite3", clock=clock)
 
 
 @pytest.fixture
@@ -53,10 +60,10 @@ def audit(audit_path: Path) -> Iterator[AuditLog]:
 
 
 @pytest.fixture
-async def client(adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock) -> AsyncIterator[Client]:
+async def client(core: OsbpCore, audit: AuditLog, clock: FixedClock) -> AsyncIterator[Client]:
     """An in-memory MCP client connected to a server over the in-memory adapter."""
     counter = itertools.count(1)
-    server = create_server(adapter, audit, clock=clock, new_event_id=lambda: f"aud_test_{next(counter):04d}")
+    server = create_server(core, audit, clock=clock, new_event_id=lambda: f"aud_test_{next(counter):04d}")
     async with Client(server) as connected:
         yield connected
 

@@ -1,0 +1,223 @@
+"""booking.create's safety pipeline: every OSBP rule, in the spec's order, for any platform port.
+
+:class:`BookingPipeline` drives a :class:`~osbp.protocol.port.PlatformAdapter` through one booking.create:
+
+1. **Replay**: the key already settled with this payload → its stored receipt with
+   ``osbp_runtime.idempotency = "local_cache_replay"`` and no platform request (a replay is no mutation,
+   so it answers even after the mandate expired).
+2. **Mandate, the platform-free steps** (:func:`~osbp.protocol.mandate.precheck_mandate`): well-formed,
+   not expired, action, scope, the requested date and time's shape and ``earliest_start``. They answer
+   before anything that needs the platform, so an expired mandate is never reported as a platform outage.
+3. **Idempotency claim**: another payload under the key → ``idempotency_conflict``; a concurrent duplicate
+   waits for the first call, then replays.
+4. **Resolve** through the port: the service, slot and policy as the platform reports them now.
+5. **Mandate, every step** (:func:`~osbp.protocol.mandate.validate_mandate`) on the resolved facts; when
+   the platform does not know the service, the steps that need no service facts still answer first.
+6. **Bookable**: no fee of unknown amount (fail closed), a provider id, the platform still offers the
+   exact slot (else ``slot_taken`` or the unknown id), and a customer with a name and a contact.
+7. **Approval**: the final-confirmation gate on a summary built from the facts just resolved.
+8. **Place** through the port (idempotent per key), then settle: the receipt and a snapshot of the booking
+   stored under the key, the approval token spent. Every other outcome hands the key back (shielded from
+   cancellation) so the same attempt can be retried.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import anyio
+
+from osbp.protocol.approval import ApprovalGate, Approved, build_approval_summary, merchant_visible_name
+from osbp.protocol.clock import Clock
+from osbp.protocol.contract import AdapterResult, Failure, Success
+from osbp.protocol.idempotency import (
+    LOCAL_CACHE_REPLAY,
+    Conflict,
+    IdempotencyStore,
+    InProgress,
+    Replay,
+    booking_payload_hash,
+)
+from osbp.protocol.mandate import precheck_mandate, validate_mandate
+from osbp.protocol.models import (
+    Booking,
+    BookingCreateInput,
+    Customer,
+    Policy,
+    PolicyOrganization,
+    Problem,
+    Receipt,
+    Service,
+    Slot,
+)
+from osbp.protocol.port import BookingRequest, Offer, PlatformAdapter
+from osbp.protocol.problems import INVALID_CUSTOMER, ProblemCode, problem
+
+__all__ = ["BookingPipeline", "receipt_text"]
+
+# Validator answers that depend on the service's price, policy or kind: when the platform does not know
+# the service these are not the real reason, so the unknown service is reported instead.
+_NEEDS_SERVICE_FACTS = frozenset(
+    {
+        ProblemCode.PRICE_EXCEEDS_MANDATE,
+        ProblemCode.CURRENCY_MISMATCH,
+        ProblemCode.REQUIRES_USER_CONFIRMATION,
+        ProblemCode.REQUIRES_CONSULTATION_HANDOFF,
+        ProblemCode.REQUIRES_PAYMENT_HANDOFF,
+        ProblemCode.POLICY_FEE_EXCEEDS_MANDATE,
+    }
+)
+
+
+def receipt_text(booking: Booking, request: BookingRequest, service_name: str, slot: Slot) -> str:
+    """The human-readable receipt sentence (merchant-local date and time with the IANA zone)."""
+    start = booking.starts_at_local or request.starts_at_local
+    zone = booking.schedule_timezone or slot.schedule_timezone
+    provider = f" with {slot.provider_name}" if slot.provider_name else ""
+    when = f"on {start[:10]} at {start[11:16]}{f' {zone}' if zone else ''}{provider}"
+    if booking.status == "pending":
+        return (
+            f"Requested {service_name} {when}; the merchant must still approve it. Booking id: {booking.id}."
+        )
+    return f"Booked {service_name} {when}. Booking id: {booking.id}."
+
+
+@dataclass(frozen=True, slots=True)
+class _Bookable:
+    """The checked facts of an attempt that may go to the approval gate."""
+
+    service: Service
+    slot: Slot
+    policy: Policy
+    customer: Customer
+    customer_name: str
+
+
+class BookingPipeline:
+    """booking.create over one platform adapter, with the core's idempotency store and approval gate."""
+
+    def __init__(
+        self,
+        adapter: PlatformAdapter,
+        *,
+        idempotency: IdempotencyStore,
+        approvals: ApprovalGate,
+        clock: Clock,
+    ) -> None:
+        self._adapter = adapter
+        self._idempotency = idempotency
+        self._approvals = approvals
+        self._clock = clock
+
+    async def create(self, inp: BookingCreateInput) -> AdapterResult[Receipt]:
+        """Run booking.create end to end (see the module docstring for the order)."""
+        payload_hash = booking_payload_hash(inp)
+        replay = await self._idempotency.areplay(inp.idempotency_key, payload_hash)
+        if replay is not None:
+            return Success(replay, runtime=LOCAL_CACHE_REPLAY)
+        start_local = precheck_mandate(
+            inp, organization_id=self._adapter.organization_id, now=self._clock.now()
+        )
+        if isinstance(start_local, Problem):
+            return Failure(start_local)
+        claim = await self._idempotency.aclaim(inp.idempotency_key, payload_hash)
+        if isinstance(claim, Replay):
+            return Success(claim.receipt, runtime=LOCAL_CACHE_REPLAY)
+        if isinstance(claim, Conflict | InProgress):
+            return Failure(claim.problem)
+        request = BookingRequest(inp, start_local)
+        settled = False
+        try:
+            bookable = await self._check(request)
+            if isinstance(bookable, Problem):
+                return Failure(bookable)
+            summary = build_approval_summary(
+                bookable.service,
+                bookable.slot,
+                bookable.policy,
+                bookable.customer,
+                customer_name=bookable.customer_name,
+            )
+            decision = await self._approvals.aevaluate(inp, summary)
+            if not isinstance(decision, Approved):
+                return Failure(decision)
+            booking = await self._adapter.place_booking(request, bookable.customer_name)
+            if isinstance(booking, Problem):
+                return Failure(booking)
+            receipt = Receipt(
+                id=request.receipt_id,
+                booking_id=booking.id,
+                text=receipt_text(booking, request, bookable.service.name, bookable.slot),
+            )
+            # The booking as the platform just reported it: booking.status's not-fresh fallback.
+            await self._idempotency.acomplete(claim.lease, receipt, booking)
+            settled = True
+            await self._approvals.amark_spent(decision.token)
+            return Success(receipt)
+        finally:
+            if not settled:
+                # Shielded: a cancelled call must still hand the key back so the attempt can be retried.
+                with anyio.CancelScope(shield=True):
+                    await self._idempotency.arelease(claim.lease)
+
+    async def _check(self, request: BookingRequest) -> _Bookable | Problem:
+        offer = await self._adapter.resolve_booking(request)
+        if isinstance(offer, Problem):
+            return offer
+        if offer.service is None or offer.slot is None or offer.policy is None:
+            return self._unknown_service(request, offer)
+        inp = request.input
+        failed = validate_mandate(
+            inp.mandate, slot=offer.slot, service=offer.service, policy=offer.policy, now=self._clock.now()
+        )
+        if failed is not None:
+            return failed
+        if offer.unpriced_fees:
+            return problem(
+                ProblemCode.REQUIRES_USER_CONFIRMATION,
+                f"The merchant charges a {' and a '.join(offer.unpriced_fees)} but does not say how much, so "
+                "this booking cannot be explained to the user; route to handoff.request. Do not retry as a "
+                "final-confirmation challenge: there is no approval token.",
+                retryable=False,
+            )
+        if not inp.provider_id:
+            return problem(ProblemCode.PROVIDER_UNKNOWN, "booking.create needs the slot's provider_id.")
+        if offer.not_offered is not None:
+            return offer.not_offered
+        customer = inp.customer or Customer()
+        name = merchant_visible_name(customer)
+        if not name or not (customer.phone or customer.email):
+            return problem(
+                INVALID_CUSTOMER,
+                "booking.create needs the customer's name (display_name, or given_name and family_name) "
+                "and a phone number or email address; the platform requires both.",
+            )
+        return _Bookable(offer.service, offer.slot, offer.policy, customer, name)
+
+    def _unknown_service(self, request: BookingRequest, offer: Offer) -> Problem:
+        """Scope and window still answer first when the platform does not know the service."""
+        if offer.not_offered is None:
+            raise ValueError(
+                "an Offer without a service must say why in not_offered (PlatformAdapter contract)"
+            )
+        inp = request.input
+        organization_id = self._adapter.organization_id
+        placeholder = Slot(
+            id=f"{inp.schedule_id}:{inp.provider_id}:{inp.service_id}:{request.starts_at_local}",
+            organization_id=organization_id,
+            schedule_id=inp.schedule_id,
+            provider_id=inp.provider_id or None,
+            service_id=inp.service_id,
+            starts_at_local=request.starts_at_local,
+            ends_at_local=request.starts_at_local,
+        )
+        failed = validate_mandate(
+            inp.mandate,
+            slot=placeholder,
+            service=Service(id=inp.service_id, name=inp.service_id),
+            policy=Policy(organization=PolicyOrganization(id=organization_id)),
+            now=self._clock.now(),
+        )
+        if failed is not None and failed.code not in _NEEDS_SERVICE_FACTS:
+            return failed
+        return offer.not_offered

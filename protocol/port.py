@@ -1,0 +1,157 @@
+"""The platform port: what an adapter implements so the protocol core can run booking.create for it.
+
+An OSBP adapter for a platform implements :class:`PlatformAdapter`: the six read and verification methods
+of the spec's adapter contract, plus two booking methods that only *translate*:
+
+* :meth:`PlatformAdapter.resolve_booking` gathers the facts of one requested booking from the platform
+  (service, slot, policy, and whether the platform still offers that exact slot) as an :class:`Offer`;
+* :meth:`PlatformAdapter.place_booking` sends the native appointment create and translates the
+  appointment the platform made into a :class:`~osbp.protocol.models.Booking`.
+
+The protocol core (:class:`~osbp.protocol.core.OsbpCore`, through :mod:`osbp.protocol.booking`) owns
+every rule around them: mandate validation in the spec's order, the approval gate, idempotency, the
+receipt and the booking snapshot. An adapter never validates a mandate and never sees an unapproved
+create: ``place_booking`` is called only after every check passed and the user approved the summary
+built from the :class:`Offer`.
+
+Guarantees each booking method must give (docs/adapter.md explains them with a worked example):
+
+* both return a Problem value for every expected failure (platform down → ``upstream_unavailable``,
+  throttled → ``rate_limited``, an unknown id → a not-found code) and raise only for bugs;
+* ``resolve_booking`` makes no platform write and reports what the platform says *now*;
+* ``place_booking`` is idempotent per :attr:`BookingRequest.idempotency_key`: calling it again with the
+  same key, after any outcome (an answer lost on the way back included), must never create a second
+  appointment; send the platform's own idempotency key derived from it where the platform has one;
+* ``place_booking`` passes ``verification_code`` through to the platform untouched and never stores or
+  logs it; a platform that wants verification answers ``requires_verification``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from osbp.protocol.contract import AdapterResult
+from osbp.protocol.models import (
+    AvailabilityFindInput,
+    Booking,
+    BookingCreateInput,
+    BookingStatusInput,
+    PlatformIdentity,
+    Policy,
+    PolicyExplainInput,
+    Problem,
+    Service,
+    ServiceDescribeInput,
+    Slot,
+    VerificationChallenge,
+    VerificationSendInput,
+    VerificationVerifyInput,
+)
+
+__all__ = ["BookingRequest", "Offer", "PlatformAdapter", "receipt_id"]
+
+
+def receipt_id(idempotency_key: str) -> str:
+    """The OSBP receipt id of one logical booking attempt."""
+    return f"receipt_{idempotency_key}"
+
+
+@dataclass(frozen=True, slots=True)
+class BookingRequest:
+    """One booking.create as the core hands it to the port: the input and its merchant-local start."""
+
+    input: BookingCreateInput
+    #: ``date`` + ``time`` as one merchant wall-clock string (``2026-05-05T13:00:00``), already checked.
+    starts_at_local: str
+
+    @property
+    def date(self) -> str:
+        """The merchant-local date ``YYYY-MM-DD``."""
+        return self.starts_at_local[:10]
+
+    @property
+    def time(self) -> str:
+        """The merchant-local time ``HH:MM``."""
+        return self.starts_at_local[11:16]
+
+    @property
+    def idempotency_key(self) -> str:
+        """The OSBP idempotency key: ``place_booking`` must be idempotent per this value."""
+        return self.input.idempotency_key
+
+    @property
+    def receipt_id(self) -> str:
+        """The receipt id this attempt settles under (an adapter may record it on the platform)."""
+        return receipt_id(self.input.idempotency_key)
+
+
+@dataclass(frozen=True, slots=True)
+class Offer:
+    """What the platform says, right now, about one requested booking.
+
+    ``service`` is ``None`` only when the platform does not know the requested service; then ``slot`` and
+    ``policy`` are ``None`` too and ``not_offered`` says so (e.g. ``service_not_found``). Otherwise
+    ``slot`` is the requested slot as the platform describes it (from its availability when offered, else
+    built from the catalog so the mandate's scope and window can still be checked) and ``policy`` the
+    service's policy with the organization block.
+    """
+
+    service: Service | None
+    slot: Slot | None
+    policy: Policy | None
+    #: ``None`` when the platform offers exactly this slot now; else why not (``slot_taken``, unknown id).
+    not_offered: Problem | None = None
+    #: Fees the platform says it charges without saying how much ("cancellation fee", "no-show fee").
+    unpriced_fees: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class PlatformAdapter(Protocol):
+    """What an integrator implements for one platform (the core adds every OSBP rule around it)."""
+
+    @property
+    def platform(self) -> PlatformIdentity:
+        """The static platform identity recorded into audit events."""
+        ...
+
+    @property
+    def organization_id(self) -> str:
+        """The one organization this adapter serves (the mandate's organization scope)."""
+        ...
+
+    async def describe_service(self, inp: ServiceDescribeInput) -> AdapterResult[Service]:
+        """service.describe."""
+        ...
+
+    async def find_availability(self, inp: AvailabilityFindInput) -> AdapterResult[list[Slot]]:
+        """availability.find."""
+        ...
+
+    async def explain_policy(self, inp: PolicyExplainInput) -> AdapterResult[Policy]:
+        """policy.explain."""
+        ...
+
+    async def send_verification(self, inp: VerificationSendInput) -> AdapterResult[VerificationChallenge]:
+        """verification.send."""
+        ...
+
+    async def verify_code(self, inp: VerificationVerifyInput) -> AdapterResult[VerificationChallenge]:
+        """verification.verify."""
+        ...
+
+    async def get_booking(self, inp: BookingStatusInput) -> AdapterResult[Booking]:
+        """booking.status: current platform state (the core adds the snapshot fallback)."""
+        ...
+
+    async def resolve_booking(self, request: BookingRequest) -> Offer | Problem:
+        """The platform's current facts about ``request``; no platform write."""
+        ...
+
+    async def place_booking(self, request: BookingRequest, customer_name: str) -> Booking | Problem:
+        """Create the appointment (idempotent per ``request.idempotency_key``) and translate it."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the adapter's resources (HTTP client)."""
+        ...
