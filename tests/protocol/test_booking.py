@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from osbp.adapter import AdapterSettings, build_platform_adapter
@@ -312,3 +313,53 @@ async def test_same_key_with_another_payload_is_a_conflict_after_the_mandate_che
     answered = await core.create_booking(expired)
     assert isinstance(answered, Failure)
     assert answered.problem.code == "mandate_expired"
+
+
+@pytest.mark.anyio
+async def test_a_token_authorizes_only_its_own_payload_and_key(core: OsbpCore, subject: Subject) -> None:
+    """OSBP spec, booking.create: a leaked token cannot authorize another payload or idempotency key."""
+    inp = BookingCreateInput.model_validate(_input(subject, key="idem-token"))
+    approved = _approve(inp, await core.create_booking(inp))
+    assert approved.approval is not None
+    elsewhere = BookingCreateInput.model_validate(_input(subject, key="idem-other")).model_copy(
+        update={"approval": approved.approval}
+    )
+    refused = await core.create_booking(elsewhere)
+    assert isinstance(refused, Failure)
+    assert refused.problem.code == "requires_user_confirmation"
+    assert approved.approval.token not in refused.problem.message
+    assert isinstance(await core.create_booking(approved), Success)
+
+
+@pytest.mark.anyio
+async def test_a_spent_token_authorizes_nothing_new(core: OsbpCore, subject: Subject) -> None:
+    """OSBP spec, booking.create: after its booking succeeded a token cannot book again under a new key."""
+    inp = BookingCreateInput.model_validate(_input(subject, key="idem-spent"))
+    approved = _approve(inp, await core.create_booking(inp))
+    assert isinstance(await core.create_booking(approved), Success)
+    again = approved.model_copy(update={"idempotency_key": "idem-spent-2"})
+    refused = await core.create_booking(again)
+    assert isinstance(refused, Failure)
+    assert refused.problem.code == "requires_user_confirmation"
+
+
+@pytest.mark.anyio
+async def test_concurrent_duplicates_of_one_approved_create_book_once(
+    core: OsbpCore, subject: Subject
+) -> None:
+    """OSBP spec, booking.create: one key is one booking, however many copies of the retry arrive."""
+    inp = BookingCreateInput.model_validate(_input(subject, key="idem-race"))
+    approved = _approve(inp, await core.create_booking(inp))
+    results: list[Any] = []
+
+    async def attempt() -> None:
+        results.append(await core.create_booking(approved))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(4):
+            group.start_soon(attempt)
+    receipts = {result.value.booking_id for result in results if isinstance(result, Success)}
+    assert len(receipts) == 1, results
+    assert all(isinstance(result, Success) for result in results), results
+    replays = [result for result in results if result.runtime is not None]
+    assert len(replays) == 3
