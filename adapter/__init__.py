@@ -5,8 +5,8 @@ a :class:`ReferenceAdapter` implementing :class:`osbp.protocol.contract.BookingA
 
 Modules: ``settings`` (configuration), ``upstream`` (the one HTTP helper and UpstreamMeta capture),
 ``native`` (Bookwell's wire shapes), ``bookwell`` (its endpoints as typed calls), ``translate`` (native →
-OSBP), ``problems`` (status mapping), ``booking`` (booking.create), ``reference`` (the adapter),
-``bench`` (`osbp bench adapter`).
+OSBP), ``problems`` (status mapping), ``booking`` (booking.create), ``reference`` (the adapter). Its
+benchmark (`osbp bench adapter`) lives outside the package, in :mod:`osbp.bench.adapter`.
 """
 
 from osbp.adapter.reference import ReferenceAdapter, build_adapter

@@ -21,7 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("osbp.demo.cli", "book synthetic appointments end to end through the real stack"),
     "traces": ("osbp.demo.traces_cli", "record or replay the trace gallery"),
     "conformance": ("osbp.conformance.cli", "grade any OSBP stdio MCP server over the wire"),
-    "bench": ("osbp.bench", "run the benchmarks against real servers on loopback"),
+    "bench": ("osbp.bench.cli", "run the benchmarks against real servers on loopback"),
 }
 
 
