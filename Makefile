@@ -7,8 +7,11 @@ STAMP  := $(VENV)/.osbp-installed
 .DEFAULT_GOAL := help
 .PHONY: help install lint typecheck pytest test demo bench traces conformance backend mcp clean
 
+# Bold target names on a terminal only: piped or captured output stays plain text.
 help: ## Show this list of targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@if [ -t 1 ]; then bold='\033[1m'; plain='\033[0m'; else bold=''; plain=''; fi; \
+	awk -v bold="$$bold" -v plain="$$plain" 'BEGIN {FS = ":.*## "} \
+	  /^[a-zA-Z_-]+:.*## / {printf "  %s%-12s%s %s\n", bold, $$1, plain, $$2}' $(MAKEFILE_LIST)
 
 # The virtual environment is rebuilt only when the project's metadata changes: a fast no-op otherwise.
 $(STAMP): pyproject.toml

@@ -7,9 +7,8 @@ core (:class:`osbp.protocol.core.OsbpCore`), the complete seven-method adapter.
 
 Modules: ``settings`` (configuration), ``upstream`` (the one HTTP helper and UpstreamMeta capture),
 ``native`` (Bookwell's wire shapes), ``bookwell`` (its endpoints as typed calls), ``translate`` (native →
-OSBP), ``problems`` (status mapping), ``booking`` (booking.create's port methods),
-``reference`` (the adapter),
-``bench`` (`osbp bench adapter`).
+OSBP), ``problems`` (status mapping), ``booking`` (booking.create's port methods), ``reference`` (the
+adapter). Its benchmark (`osbp bench adapter`) lives outside the package, in :mod:`osbp.bench.adapter`.
 """
 
 from osbp.adapter.reference import ReferenceAdapter, build_adapter, build_platform_adapter

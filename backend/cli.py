@@ -1,47 +1,64 @@
 """`osbp backend`: run the platform under uvicorn.
 
-Flags mirror `BackendSettings` (environment `OSBP_BACKEND_*` fills what the flags leave out). Once
-serving, one JSON line goes to stdout, `{"event": "ready", "base_url": "http://127.0.0.1:<port>"}`, so a
-parent that asked for `--port 0` learns the port; logs are JSON lines on stderr.
+One flag per `BackendSettings` field, named from it (`--rate-limit-quota`), and environment
+`OSBP_BACKEND_*` fills what the flags leave out. A mistake (a bad value, a port already taken, a public bind
+without `--allow-non-loopback`) is one line on stderr naming the flag or variable it came from, and exit
+status 2; Ctrl-C is exit status 130. Once serving, one JSON line goes to stdout, `{"event": "ready",
+"base_url": "http://127.0.0.1:<port>"}`, so a parent that asked for `--port 0` learns the port; logs are
+JSON lines on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 
-from osbp.backend.app import create_app
-from osbp.backend.logs import configure_logging, logger
-from osbp.backend.serving import ReadyServer, bind_socket, uvicorn_config
-from osbp.backend.settings import BackendSettings
+from osbp.backend.settings import BackendSettings, env_var, flag
 
 __all__ = ["build_parser", "main", "settings_from_args"]
 
+PROG = "osbp backend"
+#: Older spellings kept working after the flags were derived from the field names.
+_ALIASES = {"rate_limit_window_seconds": ("--rate-limit-window",)}
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Report a usage error in one line and exit with status 2."""
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def _help(field: str) -> str:
+    info = BackendSettings.model_fields[field]
+    default = info.default
+    shown = "" if default is None else f" (default {'off' if default is False else default})"
+    return f"{info.description}{shown} [{env_var(field)}]"
+
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line, one flag per setting."""
-    parser = argparse.ArgumentParser(prog="osbp backend", description="Run the Bookwell synthetic platform.")
-    parser.add_argument("--db", help="SQLite file path or :memory: (default .osbp/backend.db)")
-    parser.add_argument("--host", help="bind address (default 127.0.0.1; loopback only unless allowed)")
-    parser.add_argument("--port", type=int, help="TCP port (default 8400; 0 = ephemeral)")
-    parser.add_argument("--now", help="freeze the platform clock at this RFC 3339 instant")
-    parser.add_argument("--enable-testing", action="store_true", default=None, help="mount /_testing")
-    parser.add_argument(
-        "--allow-non-loopback", action="store_true", default=None, help="permit a public bind"
+    """The command line: one flag per settings field, each naming its environment variable."""
+    parser = _Parser(
+        prog=PROG,
+        description="Run the Bookwell synthetic platform. Flags override the environment variables named "
+        "in brackets.",
+        allow_abbrev=False,
     )
-    parser.add_argument("--rate-limit-quota", type=int, help="requests per client per window (default 1000)")
-    parser.add_argument(
-        "--rate-limit-window",
-        type=int,
-        dest="rate_limit_window_seconds",
-        help="rate-limit window in seconds (default 60)",
-    )
-    parser.add_argument("--log-level", help="stderr log level (default INFO)")
+    for field, info in BackendSettings.model_fields.items():
+        names = (flag(field), *_ALIASES.get(field, ()))
+        if info.annotation is bool:
+            parser.add_argument(*names, dest=field, action="store_true", default=None, help=_help(field))
+        else:
+            metavar = "N" if info.annotation is int else field.upper()
+            parser.add_argument(*names, dest=field, metavar=metavar, help=_help(field))
     return parser
 
 
@@ -51,19 +68,88 @@ def settings_from_args(args: argparse.Namespace) -> BackendSettings:
     return BackendSettings(**overrides)
 
 
+def _source(field: str, args: argparse.Namespace) -> str:
+    """Where a setting's value came from, as the user spelled it: `--port 70000` or `OSBP_BACKEND_PORT=…`."""
+    given = getattr(args, field, None)
+    if given is not None:
+        return flag(field) if given is True else f"{flag(field)} {given}"
+    if env_var(field) in os.environ:
+        return f"{env_var(field)}={os.environ[env_var(field)]}"
+    return f"{flag(field)} (default {BackendSettings.model_fields[field].default})"
+
+
+def _describe(error: ValidationError, args: argparse.Namespace) -> str:
+    parts = []
+    for item in error.errors(include_url=False):
+        field = str(item["loc"][0]) if item["loc"] else ""
+        if field not in BackendSettings.model_fields:
+            parts.append(str(item["msg"]))
+            continue
+        message = str(item["msg"])
+        message = message[:1].lower() + message[1:]
+        # Our own messages say what to do; pydantic's get the field's description as the hint.
+        own = item["type"] in {"non_loopback_host", "rfc3339_instant"}
+        hint = "" if own else f" ({BackendSettings.model_fields[field].description})"
+        parts.append(f"{_source(field, args)}: {message}{hint}")
+    return "; ".join(parts)
+
+
+def _bind_failure(error: OSError, settings: BackendSettings, args: argparse.Namespace) -> str:
+    where = f"cannot listen on {settings.host}:{settings.port}"
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"{_source('port', args)}: {where}: the address is already in use; stop what "
+            f"holds it or choose another {flag('port')} (0 picks a free one)"
+        )
+    if error.errno == errno.EACCES:
+        return (
+            f"{_source('port', args)}: {where}: permission denied (ports below 1024 need "
+            f"privileges); choose another {flag('port')}"
+        )
+    return f"{_source('host', args)}: {where}: {_reason(error)}; choose another {flag('host')}"
+
+
+def _reason(error: Exception) -> str:
+    """The underlying reason: an OSError's text, or the SQLite driver's message under SQLAlchemy's."""
+    cause = getattr(error, "orig", None) or error
+    return getattr(cause, "strerror", None) or str(cause)
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"{PROG}: {message}\n")
+    return 2
+
+
 def main(argv: Sequence[str]) -> int:
     """Run the platform until interrupted."""
-    args = build_parser().parse_args(list(argv))
+    try:
+        args = build_parser().parse_args(list(argv))
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2, already explained on stderr)
+        return int(exc.code or 0)
     try:
         settings = settings_from_args(args)
     except ValidationError as error:
-        messages = "; ".join(str(item["msg"]) for item in error.errors())
-        sys.stderr.write(f"osbp backend: {messages}\n")
-        return 2
+        return _fail(_describe(error, args))
+    # The application (FastAPI, SQLAlchemy, uvicorn) is imported only once the settings are valid, so a
+    # mistyped flag is answered at once.
+    from sqlalchemy.exc import OperationalError
+
+    from osbp.backend.app import create_app
+    from osbp.backend.logs import configure_logging, logger
+    from osbp.backend.serving import ReadyServer, bind_socket, uvicorn_config
+
+    try:
+        sock = bind_socket(settings.host, settings.port)
+    except OSError as error:  # socket.gaierror included: an unknown host name
+        return _fail(_bind_failure(error, settings, args))
     configure_logging(settings.log_level)
-    app = create_app(settings)
-    sock = bind_socket(settings.host, settings.port)
     base_url = f"http://{settings.host}:{sock.getsockname()[1]}"
+    try:
+        app = create_app(settings)
+    except (OSError, OperationalError) as error:  # the database file cannot be created or opened
+        sock.close()
+        problem = f"cannot open the database: {_reason(error)}"
+        return _fail(f"{_source('db', args)}: {problem}; choose another {flag('db')}")
 
     def announce() -> None:
         sys.stdout.write(json.dumps({"event": "ready", "base_url": base_url}) + "\n")

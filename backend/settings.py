@@ -1,18 +1,35 @@
 """The platform's one settings object (environment prefix `OSBP_BACKEND_`).
 
-Every knob the platform has lives here; the command line (`osbp backend`) mirrors these fields as flags.
-A non-loopback bind is refused unless `allow_non_loopback` says so explicitly.
+Every knob the platform has lives here; the command line (`osbp backend`) derives one flag per field
+(`rate_limit_quota` → `--rate-limit-quota`, environment `OSBP_BACKEND_RATE_LIMIT_QUOTA`), so a message
+about a field can name the flag and the variable a user actually types. A non-loopback bind is refused
+unless `allow_non_loopback` says so explicitly.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from datetime import UTC, datetime
+from typing import Literal
 
-from pydantic import AwareDatetime, Field, field_validator, model_validator
+from pydantic import AwareDatetime, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["BackendSettings", "is_loopback_host"]
+__all__ = ["ENV_PREFIX", "BackendSettings", "LogLevel", "env_var", "flag", "is_loopback_host"]
+
+ENV_PREFIX = "OSBP_BACKEND_"
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+
+def flag(field: str) -> str:
+    """The `osbp backend` flag for a settings field: `log_level` → `--log-level`."""
+    return "--" + field.replace("_", "-")
+
+
+def env_var(field: str) -> str:
+    """The environment variable for a settings field: `log_level` → `OSBP_BACKEND_LOG_LEVEL`."""
+    return ENV_PREFIX + field.upper()
 
 
 def is_loopback_host(host: str) -> bool:
@@ -28,29 +45,59 @@ def is_loopback_host(host: str) -> bool:
 class BackendSettings(BaseSettings):
     """Configuration of one platform process."""
 
-    model_config = SettingsConfigDict(env_prefix="OSBP_BACKEND_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     db: str = Field(default=".osbp/backend.db", description="SQLite file path, or `:memory:`")
-    host: str = Field(default="127.0.0.1", description="bind address (loopback unless allowed otherwise)")
-    port: int = Field(default=8400, ge=0, le=65535, description="TCP port; 0 picks an ephemeral port")
+    # Declared before `host`, whose check reads it.
     allow_non_loopback: bool = Field(default=False, description="permit binding a non-loopback address")
-    now: AwareDatetime | None = Field(default=None, description="freeze the platform clock at this instant")
+    host: str = Field(default="127.0.0.1", description="bind address (loopback unless allowed otherwise)")
+    port: int = Field(default=8400, ge=0, le=65535, description="TCP port 0-65535; 0 picks a free one")
+    now: AwareDatetime | None = Field(
+        default=None, description="freeze the platform clock at this RFC 3339 instant"
+    )
     enable_testing: bool = Field(default=False, description="mount the /_testing control surface")
     rate_limit_quota: int = Field(default=1000, ge=1, description="requests per client per window")
-    rate_limit_window_seconds: int = Field(default=60, ge=1, description="rate-limit window length")
+    rate_limit_window_seconds: int = Field(default=60, ge=1, description="rate-limit window in seconds")
     verification_send_limit: int = Field(default=5, ge=1, description="code sends per contact per window")
-    verification_send_window_seconds: int = Field(default=600, ge=1, description="send-limit window")
-    log_level: str = Field(default="INFO", description="stderr JSON log level")
+    verification_send_window_seconds: int = Field(
+        default=600, ge=1, description="code-send window in seconds"
+    )
+    log_level: LogLevel = Field(default="INFO", description="stderr JSON log level")
+
+    @field_validator("host")
+    @classmethod
+    def _loopback_only(cls, value: str, info: ValidationInfo) -> str:
+        if not info.data.get("allow_non_loopback", False) and not is_loopback_host(value):
+            raise PydanticCustomError(
+                "non_loopback_host",
+                "refusing a non-loopback bind: the platform listens on loopback only (127.0.0.1, ::1 or "
+                "localhost); use one of those, or add {allow_flag} ({allow_env}=true) to expose it on "
+                "purpose",
+                {"allow_flag": flag("allow_non_loopback"), "allow_env": env_var("allow_non_loopback")},
+            )
+        return value
+
+    @field_validator("now", mode="before")
+    @classmethod
+    def _rfc3339(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            parsed = None
+        if parsed is None or parsed.tzinfo is None:
+            raise PydanticCustomError(
+                "rfc3339_instant", "expected an RFC 3339 instant with an offset, such as 2026-05-04T12:00:00Z"
+            )
+        return parsed
 
     @field_validator("now")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
         return None if value is None else value.astimezone(UTC)
 
-    @model_validator(mode="after")
-    def _loopback_only(self) -> BackendSettings:
-        if not self.allow_non_loopback and not is_loopback_host(self.host):
-            raise ValueError(
-                f"refusing to bind non-loopback host {self.host!r}; set allow_non_loopback to permit it"
-            )
-        return self
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value

@@ -8,6 +8,9 @@ The subpackages are the architecture, and their imports point one way:
     osbp.server         the MCP stdio server exposing OSBP's eight tools, with the audit trail
     osbp.demo           `make demo`: the whole stack end to end, and the trace gallery
     osbp.conformance    a wire-level battery that grades any OSBP MCP server
+
+Beside them, outside the components and free to import them all: ``osbp.cli`` (the ``osbp`` command) and
+``osbp.bench`` (the benchmarks, ``osbp bench``).
 """
 
 __all__ = ["OSBP_VERSION", "__version__"]

@@ -1,8 +1,9 @@
 """The `osbp` command: one entry point, one subcommand per component.
 
-Each subcommand lives in the component it drives and is imported only when invoked, so `osbp mcp` never
-pays for FastAPI and `osbp backend` never pays for the MCP SDK. A subcommand is a callable
-`main(argv: list[str]) -> int` in its component's `cli` module.
+Each subcommand lives in the component it drives (the benchmarks, which drive them all, in `osbp.bench`)
+and is imported only when invoked, so `osbp mcp` never pays for FastAPI and `osbp backend` never pays for
+the MCP SDK. A subcommand is a callable `main(argv: list[str]) -> int` in its `cli` module. Plain `osbp`
+is a usage error (status 2, usage on stderr); `osbp --help` is the usage on stdout.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("osbp.demo.cli", "book synthetic appointments end to end through the real stack"),
     "traces": ("osbp.demo.traces_cli", "record or replay the trace gallery"),
     "conformance": ("osbp.conformance.cli", "grade any OSBP stdio MCP server over the wire"),
-    "bench": ("osbp.bench", "run the benchmarks against real servers on loopback"),
+    "bench": ("osbp.bench.cli", "run the benchmarks against real servers on loopback"),
 }
 
 
@@ -36,7 +37,10 @@ def _usage() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch `osbp <command> ...` to the component that owns the command."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in {"-h", "--help", "help"}:
+    if not args:  # a command is required: usage is the answer to a mistake, so stderr and status 2
+        print(_usage(), file=sys.stderr)
+        return 2
+    if args[0] in {"-h", "--help", "help"}:
         print(_usage())
         return 0
     if args[0] in {"-V", "--version"}:

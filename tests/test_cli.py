@@ -25,3 +25,25 @@ def test_cli_import_loads_no_component():
     code = "import sys, osbp.cli; print(sorted(m for m in sys.modules if m.startswith('osbp.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['osbp.cli']"
+
+
+def _osbp(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "osbp", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_no_command_is_a_usage_error_on_stderr_with_status_2():
+    """Platform choice: `osbp` alone is a mistake: the usage goes to stderr and the status is 2."""
+    result = _osbp()
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("usage: osbp <command> [args...]\n")
+    assert "  bench  " in result.stderr
+
+
+def test_help_is_the_usage_on_stdout_with_status_0():
+    """Platform choice: `osbp --help` is asked for, so it answers on stdout and succeeds."""
+    result = _osbp("--help")
+    assert result.returncode == 0
+    assert result.stderr == ""
+    assert result.stdout.startswith("usage: osbp <command> [args...]\n")

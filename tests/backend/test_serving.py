@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,7 +26,7 @@ CREATE = "/api/organizations/carolyns_dental/appointments"
 
 
 def test_platform_server_serves_over_real_http(platform_server):
-    """Issue 2, tests: an integration suite against a real uvicorn server on an ephemeral loopback port."""
+    """Platform choice: an integration suite against a real uvicorn server on an ephemeral loopback port."""
     assert platform_server.base_url.startswith("http://127.0.0.1:")
     with httpx2.Client(base_url=platform_server.base_url) as client:
         response = client.get("/api/organizations/carolyns_dental")
@@ -67,7 +68,7 @@ def _race(base_url: str, bodies: list[dict[str, Any]], keys: list[str]) -> list[
 
 
 def test_concurrent_overlapping_bookings_of_one_provider_have_exactly_one_winner(tmp_path: Path):
-    """Issue 2: under any concurrency the platform never double-sells (24 clients → one 201, 23 × 409)."""
+    """Platform choice: the platform never double-sells under concurrency (24 clients: one 201, 23 × 409)."""
     settings = make_settings(db=str(tmp_path / "race.db"), rate_limit_quota=10_000)
     times = ["10:00", "10:15", "10:30"]
     bodies = [
@@ -95,7 +96,7 @@ def test_concurrent_overlapping_bookings_of_one_provider_have_exactly_one_winner
 
 
 def test_concurrent_bookings_of_distinct_slots_all_succeed(tmp_path: Path):
-    """Issue 2: serialising writers loses nothing: 8 clients on distinct slots → 8 × 201."""
+    """Platform choice: serialising writers loses nothing: 8 clients on distinct slots → 8 × 201."""
     settings = make_settings(db=str(tmp_path / "distinct.db"))
     slots = [
         (provider, time)
@@ -164,3 +165,32 @@ def test_cli_announces_its_ephemeral_port_and_logs_json_with_request_ids():
     assert served[0]["request_id"] == request_id
     assert served[0]["path"] == "/api/organizations/carolyns_dental/availability"
     assert "service_id" not in stderr  # query strings are not logged
+
+
+def test_a_port_already_in_use_is_one_line_naming_the_port_flag_and_no_traceback():
+    """Platform choice: a taken port is a user-fixable condition: one stderr line, exit status 2."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        command = [sys.executable, "-m", "osbp", "backend", "--db", ":memory:", "--port", str(port)]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"osbp backend: --port {port}: cannot listen on 127.0.0.1:{port}: the address is already in use; "
+        "stop what holds it or choose another --port (0 picks a free one)\n"
+    )
+    assert result.stdout == ""
+
+
+def test_a_database_path_that_cannot_be_created_is_one_line_naming_the_db_flag(tmp_path: Path):
+    """Platform choice: an unusable `--db` path is reported as such, not as a traceback."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("", encoding="utf-8")
+    database = blocker / "backend.db"
+    command = [sys.executable, "-m", "osbp", "backend", "--db", str(database), "--port", "0"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"osbp backend: --db {database}: cannot open the database: ")
+    assert result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr

@@ -20,7 +20,6 @@ import statistics
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,9 @@ from rich.table import Table
 
 from osbp.adapter.reference import build_adapter
 from osbp.adapter.settings import AdapterSettings
-from osbp.bench import latency_ms
+from osbp.backend.process import PlatformProcess
+from osbp.bench.latency import latency_ms
+from osbp.bench.options import Options, count
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.contract import Failure, Success
@@ -39,7 +40,7 @@ from osbp.protocol.core import OsbpCore
 from osbp.protocol.models import Approval, BookingCreateInput, BookingMandate, Customer, Money
 from osbp.protocol.upstream import capture_upstream
 
-__all__ = ["main", "run"]
+__all__ = ["add_arguments", "report", "run"]
 
 #: The platform's and the adapter's frozen "now": Monday 2026-05-04 08:00 in New York.
 NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
@@ -91,8 +92,6 @@ async def _attempt(adapter: OsbpCore, key: str) -> tuple[float, float, list[str]
 
 async def run(iterations: int, warmup: int = 10) -> dict[str, Any]:
     """Run the benchmark and return its figures (the JSON written to ``bench-results/adapter.json``)."""
-    from osbp.backend.process import PlatformProcess  # the platform is only the benchmark's target
-
     preflights: list[float] = []
     creates: list[float] = []
     upstream_counts: list[int] = []
@@ -160,14 +159,14 @@ def _table(results: dict[str, Any]) -> Table:
     return table
 
 
-def main(argv: Sequence[str]) -> int:
+def add_arguments(options: Options) -> list[argparse.Action]:
+    """The adapter benchmark's own flags."""
+    return [count(options, "--iterations", default=100, text="measured bookings")]
+
+
+def report(args: argparse.Namespace) -> int:
     """Run the adapter benchmark, print the table, write ``<out>/adapter.json``; 0 on success."""
-    parser = argparse.ArgumentParser(prog="osbp bench adapter", description=__doc__.splitlines()[0])
-    parser.add_argument("--iterations", type=int, default=100, help="measured bookings (default 100)")
-    parser.add_argument("--out", type=Path, default=Path("bench-results"), help="directory for adapter.json")
-    # Unknown flags belong to the other components' benchmarks run by the same `osbp bench`.
-    args, _ = parser.parse_known_args(list(argv))
-    results = anyio.run(run, max(1, args.iterations))
+    results = anyio.run(run, args.iterations)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "adapter.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     console = Console(stderr=False)

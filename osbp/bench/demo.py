@@ -16,18 +16,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from osbp.bench.options import Options, count
 from osbp.demo.gallery import GALLERY_NOW
 from osbp.demo.traces_cli import DEFAULT_GALLERY
 from osbp.protocol.timeutil import format_instant
 
-__all__ = ["main", "run"]
+__all__ = ["add_arguments", "report", "run"]
 
 
 def _timed(command: list[str]) -> float:
@@ -99,17 +99,17 @@ def _table(results: dict[str, Any]) -> Table:
     return table
 
 
-def main(argv: Sequence[str]) -> int:
-    """Run the benchmark, print the table and write ``bench-results/demo.json``."""
-    parser = argparse.ArgumentParser(
-        prog="osbp bench demo", description=__doc__.splitlines()[0] if __doc__ else None
-    )
-    parser.add_argument("--demo-runs", type=int, default=5, help="demo runs (median reported; default 5)")
-    parser.add_argument("--replay-runs", type=int, default=1, help="gallery replays (default 1)")
-    parser.add_argument("--out", type=Path, default=Path("bench-results"), help="directory for demo.json")
-    # `osbp bench` hands every benchmark the same extra arguments: ignore the ones meant for others.
-    args, _ = parser.parse_known_args(list(argv))
-    results = run(demo_runs=max(1, args.demo_runs), replay_runs=max(0, args.replay_runs))
+def add_arguments(options: Options) -> list[argparse.Action]:
+    """The demo benchmark's own flags."""
+    return [
+        count(options, "--demo-runs", default=5, text="demo runs, median reported"),
+        count(options, "--replay-runs", default=1, minimum=0, text="gallery replays"),
+    ]
+
+
+def report(args: argparse.Namespace) -> int:
+    """Run the benchmark, print the table and write ``<out>/demo.json``."""
+    results = run(demo_runs=args.demo_runs, replay_runs=args.replay_runs)
     Console().print(_table(results))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "demo.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

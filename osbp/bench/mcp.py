@@ -28,7 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -42,10 +42,12 @@ from mcp.types import CallToolResult
 from rich.console import Console
 from rich.table import Table
 
-from osbp.bench import latency_ms, percentile_ms
+from osbp.backend.process import PlatformProcess
+from osbp.bench.latency import latency_ms, percentile_ms
+from osbp.bench.options import Options, count
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 
-__all__ = ["main", "run"]
+__all__ = ["add_arguments", "report", "run"]
 
 NOW = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
 ORGANIZATION = "conformance_co"
@@ -205,8 +207,6 @@ async def _per_tool(client: Client, calls: int, warmup: int) -> _Samples:
 @contextmanager
 def _platform() -> Iterator[str]:
     """``osbp backend`` in a child process on an ephemeral loopback port; yields its base URL."""
-    from osbp.backend.process import PlatformProcess  # the platform is only the benchmark's target
-
     # Limits lifted: the benchmark sends thousands of requests and codes from one client.
     limits = {"rate_limit_quota": 1_000_000, "verification_send_limit": 1_000_000}
     with PlatformProcess(db=":memory:", now=NOW, **limits) as platform:
@@ -303,16 +303,18 @@ def _table(results: dict[str, Any]) -> Table:
     return table
 
 
-def main(argv: Sequence[str]) -> int:
+def add_arguments(options: Options) -> list[argparse.Action]:
+    """The MCP benchmark's own flags."""
+    return [
+        count(options, "--cold-runs", default=10, text="fresh processes for the cold start"),
+        count(options, "--calls", default=200, text="measured calls per tool"),
+        count(options, "--warmup", default=20, minimum=0, text="unmeasured calls per tool first"),
+    ]
+
+
+def report(args: argparse.Namespace) -> int:
     """Run the MCP benchmark, print the table, write ``<out>/mcp.json``; 0 when it ran to the end."""
-    parser = argparse.ArgumentParser(prog="osbp bench mcp", description=__doc__.splitlines()[0])
-    parser.add_argument("--cold-runs", type=int, default=10, help="fresh processes for cold start (10)")
-    parser.add_argument("--calls", type=int, default=200, help="measured calls per tool (200)")
-    parser.add_argument("--warmup", type=int, default=20, help="unmeasured calls per tool first (20)")
-    parser.add_argument("--out", type=Path, default=Path("bench-results"), help="directory for mcp.json")
-    # Unknown flags belong to the other components' benchmarks run by the same `osbp bench`.
-    args, _ = parser.parse_known_args(list(argv))
-    results = anyio.run(run, max(1, args.cold_runs), max(1, args.calls), max(0, args.warmup))
+    results = anyio.run(run, args.cold_runs, args.calls, args.warmup)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "mcp.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     console = Console()

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from osbp.adapter import bench
+from osbp.bench import cli
 
 
 @pytest.mark.integration
 def test_bench_writes_latencies_and_upstream_counts_within_target(tmp_path: Path) -> None:
-    """Issue 3 §4: preflight and approved create p50/p99, upstream requests per approved create ≤ 4."""
-    status = bench.main(["--iterations", "3", "--out", str(tmp_path), "--some-other-bench-flag"])
+    """Platform choice: preflight and approved create p50/p99, upstream requests per approved create ≤ 4."""
+    status = cli.main(["adapter", "--iterations", "3", "--out", str(tmp_path)])
     results = json.loads((tmp_path / "adapter.json").read_text(encoding="utf-8"))
     assert status == 0
     assert results["iterations"] == 3

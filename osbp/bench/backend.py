@@ -16,12 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,8 +32,10 @@ from sqlalchemy import insert, text
 from osbp.backend.db import Database
 from osbp.backend.models import Appointment
 from osbp.backend.process import PlatformProcess
+from osbp.bench.latency import percentile_ms
+from osbp.bench.options import Options, count
 
-__all__ = ["main"]
+__all__ = ["add_arguments", "report"]
 
 ORG = "carolyns_dental"
 SERVICE = "carolyns_dental_cleaning"
@@ -44,10 +44,6 @@ NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
 PROBE_DAY = date(2026, 6, 2)  # a Tuesday
 CREATE_DAYS = [date(2026, 6, 8) + timedelta(days=offset) for offset in range(0, 40)]
 HISTORY_LEVELS = (0, 10_000, 100_000)
-
-
-def _percentile(samples: list[float], q: int) -> float:
-    return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
 
 
 def _insert_history(db: Database, start_index: int, count: int) -> None:
@@ -107,9 +103,9 @@ def _availability(client: httpx2.Client, requests: int) -> tuple[float, float]:
     for _ in range(requests):
         started = time.perf_counter()
         response = client.get(path, params=params)
-        samples.append((time.perf_counter() - started) * 1000)
+        samples.append(time.perf_counter() - started)
         response.raise_for_status()
-    return _percentile(samples, 50), _percentile(samples, 99)
+    return percentile_ms(samples, 50), percentile_ms(samples, 99)
 
 
 def _distinct_slots(client: httpx2.Client, wanted: int) -> list[dict[str, Any]]:
@@ -179,14 +175,18 @@ def _double_bookings(db: Database) -> int:
         return int(session.execute(query, {"since": int(NOW.timestamp())}).scalar_one())
 
 
-def main(argv: Sequence[str]) -> int:
-    """Run the backend benchmark and write bench-results/backend.json."""
-    parser = argparse.ArgumentParser(prog="osbp bench backend", description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=300, help="availability requests per history level")
-    parser.add_argument("--creates", type=int, default=240, help="appointments created by the 8 clients")
-    parser.add_argument("--clients", type=int, default=8, help="concurrent create clients")
-    parser.add_argument("--output", type=Path, default=Path("bench-results/backend.json"))
-    args = parser.parse_args(list(argv))
+def add_arguments(options: Options) -> list[argparse.Action]:
+    """The backend benchmark's own flags."""
+    return [
+        count(options, "--requests", default=300, text="availability requests per history level"),
+        count(options, "--creates", default=240, text="appointments to create on distinct slots"),
+        count(options, "--clients", default=8, text="concurrent create clients"),
+    ]
+
+
+def report(args: argparse.Namespace) -> int:
+    """Run the backend benchmark, print the table, write ``<out>/backend.json``; 0 on no double booking."""
+    output = args.out / "backend.json"
     console = Console()
     results: dict[str, Any] = {
         "benchmark": "backend",
@@ -212,8 +212,8 @@ def main(argv: Sequence[str]) -> int:
                     {
                         "existing_appointments": level,
                         "requests": args.requests,
-                        "p50_ms": round(p50, 3),
-                        "p99_ms": round(p99, 3),
+                        "p50_ms": p50,
+                        "p99_ms": p99,
                     }
                 )
             console.log(f"{args.clients} clients creating {args.creates} appointments on distinct slots")
@@ -231,14 +231,14 @@ def main(argv: Sequence[str]) -> int:
             db.dispose()
     empty, largest = results["availability"][0], results["availability"][-1]
     results["availability_p50_ratio_100k_vs_empty"] = round(largest["p50_ms"] / empty["p50_ms"], 3)
-    _report(console, results)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(results, indent=2) + "\n")
-    console.print(f"wrote {args.output}")
+    _print_table(console, results)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(results, indent=2) + "\n")
+    console.print(f"wrote {output}")
     return 0 if results["double_bookings"] == 0 and results["create"]["created"] == len(slots) else 1
 
 
-def _report(console: Console, results: dict[str, Any]) -> None:
+def _print_table(console: Console, results: dict[str, Any]) -> None:
     table = Table(title="osbp backend benchmark (Bookwell on 127.0.0.1, SQLite WAL)")
     table.add_column("measure")
     table.add_column("value", justify="right")

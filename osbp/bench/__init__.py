@@ -1,0 +1,7 @@
+"""The benchmarks, outside the component packages: one module per measured component.
+
+``backend`` (the platform over HTTP), ``adapter`` (the reference adapter against the platform), ``mcp``
+(the MCP server over stdio) and ``demo`` (``osbp demo`` and the gallery replay, as a user runs them) each
+import the components they measure from outside, print a table and write ``bench-results/<name>.json``.
+``osbp bench`` (:mod:`osbp.bench.cli`, ``make bench``) runs them; figures are reported, never asserted.
+"""

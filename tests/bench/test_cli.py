@@ -1,0 +1,99 @@
+"""`osbp bench`: one parser for every benchmark's flags, names and flags in any order, one-line mistakes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from osbp.bench import cli
+
+#: Every benchmark's own flags, as documented in docs/*.md.
+FLAGS = {
+    "backend": ("--requests", "--creates", "--clients"),
+    "adapter": ("--iterations",),
+    "mcp": ("--cold-runs", "--calls", "--warmup"),
+    "demo": ("--demo-runs", "--replay-runs"),
+}
+
+
+def _bench(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "osbp", "bench", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_a_flag_before_any_name_sets_that_flag_and_every_benchmark_runs():
+    """Platform choice: `osbp bench --iterations 5` runs every benchmark, the adapter's with 5 iterations."""
+    planned = cli.plan(["--iterations", "5"])
+    assert isinstance(planned, cli.Plan)
+    assert planned.names == ["backend", "adapter", "mcp", "demo"]
+    assert planned.args.iterations == 5
+    assert planned.args.out == Path("bench-results")
+
+
+def test_names_and_flags_mix_in_any_order_and_run_in_the_order_named():
+    """Platform choice: flags may come before, between or after the names."""
+    planned = cli.plan(["--calls", "3", "mcp", "--iterations=7", "adapter", "mcp"])
+    assert isinstance(planned, cli.Plan)
+    assert planned.names == ["mcp", "adapter"]
+    assert (planned.args.calls, planned.args.iterations) == (3, 7)
+
+
+@pytest.mark.integration
+def test_the_iterations_flag_reaches_the_adapter_benchmark_run_as_a_process(tmp_path: Path):
+    """Platform choice: a flag given before the benchmark's name is that benchmark's, end to end."""
+    result = _bench("--iterations", "5", "adapter", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "adapter.json").read_text(encoding="utf-8"))["iterations"] == 5
+    assert "adapter → platform over loopback (5 bookings)" in result.stdout
+    assert [path.name for path in tmp_path.iterdir()] == ["adapter.json"]
+
+
+def test_help_lists_every_benchmarks_own_flags():
+    """Platform choice: `osbp bench --help` documents every flag a benchmark takes."""
+    result = _bench("--help")
+    assert result.returncode == 0
+    assert "--out" in result.stdout
+    for name, flags in FLAGS.items():
+        assert f"{name} benchmark" in result.stdout
+        for flag in flags:
+            assert flag in result.stdout
+
+
+def test_help_after_a_name_lists_that_benchmarks_flags_only():
+    """Platform choice: `osbp bench mcp --help` is the MCP benchmark's own help."""
+    result = _bench("mcp", "--help")
+    assert result.returncode == 0
+    for flag in FLAGS["mcp"]:
+        assert flag in result.stdout
+    assert "--iterations" not in result.stdout
+    assert "--requests" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["backend", "--iterations", "5"],
+            "osbp bench: --iterations is an option of the adapter benchmark, which this run leaves out: "
+            "add `adapter` to the names, or drop --iterations",
+        ),
+        (["bookit"], "osbp bench: unknown benchmark 'bookit': choose from backend, adapter, mcp, demo"),
+        (
+            ["--iterations", "0"],
+            "osbp bench: argument --iterations: expected a whole number ≥ 1, got '0' "
+            "(see `osbp bench --help`)",
+        ),
+        (["--bogus"], "osbp bench: unrecognized arguments: --bogus (see `osbp bench --help`)"),
+    ],
+    ids=["flag-of-a-bench-left-out", "unknown-name", "zero-iterations", "unknown-flag"],
+)
+def test_a_mistake_is_one_stderr_line_and_exit_2(args, message):
+    """Platform choice: a user mistake is one line saying what was wrong and what to do, never a traceback."""
+    result = _bench(*args)
+    assert result.returncode == 2
+    assert result.stderr == message + "\n"
+    assert result.stdout == ""
