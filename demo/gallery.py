@@ -10,13 +10,14 @@ surface, and handoff.request. Nothing here writes a trace: :mod:`osbp.demo.trace
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from osbp.demo.playbook import Booked, book, create_arguments, find_open_day, pick_slot
 from osbp.demo.recorder import ARM, FROM_CHALLENGE, RecordingAgent
 from osbp.demo.scenarios import VERTICALS, Region, Vertical, build_mandate, local_today
+from osbp.demo.trace_format import TraceOutcome, TraceSelection
 from osbp.protocol.models import BookingMandate, Customer
 
 __all__ = ["GALLERY", "GALLERY_NOW", "GalleryScenario", "Play", "scenario_by_id"]
@@ -29,7 +30,7 @@ _FIXTURE = Vertical(
     title="Conformance fixture merchant",
     organization_id="conformance_co",
     organization_name="Conformance Co",
-    business_type="conformance fixture merchant",
+    business_type="conformance_fixture",
     modality="in_person",
     region=Region(country="US", currency="USD", timezone="America/New_York"),
     intent="book a service whose payment terms are unknown",
@@ -51,7 +52,9 @@ class Play:
     now: datetime
     scenario_id: str
     mandate: BookingMandate | None = None
-    selection: dict[str, Any] = field(default_factory=dict)
+    #: The name service.describe gave the service being booked (the selection's ``service_name``).
+    service_name: str | None = None
+    selection: TraceSelection | None = None
     receipt: dict[str, Any] | None = None
     _keys: int = 0
 
@@ -69,25 +72,26 @@ class Play:
 
     def select(self, slot: dict[str, Any]) -> None:
         """Remember the slot the agent chose (the trace's ``scenario.selection``)."""
-        keys = (
-            "service_id",
-            "schedule_id",
-            "provider_id",
-            "starts_at_local",
-            "starts_at",
-            "schedule_timezone",
+        names = ("organization_name", "schedule_name", "provider_name", "starts_at", "schedule_timezone")
+        self.selection = TraceSelection(
+            organization_id=slot.get("organization_id") or self.vertical.organization_id,
+            service_id=slot["service_id"],
+            service_name=self.service_name,
+            schedule_id=slot["schedule_id"],
+            provider_id=slot["provider_id"],
+            date=str(slot["starts_at_local"])[:10],
+            time=str(slot["starts_at_local"])[11:16],
+            starts_at_local=slot["starts_at_local"],
+            price=slot.get("price"),
+            **{key: slot[key] for key in names if slot.get(key) is not None},
         )
-        self.selection = {key: slot[key] for key in keys if key in slot} | {
-            "date": str(slot["starts_at_local"])[:10],
-            "time": str(slot["starts_at_local"])[11:16],
-            "price": slot.get("price"),
-        }
 
     async def lookup(
         self, service_id: str, *, preferred_time: str | None = None, skip: int = 0
     ) -> dict[str, Any]:
         """service.describe → availability.find (next open day) → policy.explain; the chosen slot."""
-        await self.agent.call("service.describe", {"service_id": service_id}, phase="lookup")
+        described = await self.agent.call("service.describe", {"service_id": service_id}, phase="lookup")
+        self.service_name = (described.value or {}).get("name") if described.ok else None
         choice = await find_open_day(
             self.agent,
             service_id=service_id,
@@ -143,7 +147,8 @@ class GalleryScenario:
     claim: str
     vertical: Vertical
     play: PlayFn
-    happy_path: bool
+    #: How the run ends: a booking, none, or the booking's receipt replayed (the trace's happy_path).
+    outcome: TraceOutcome
     guardrails: tuple[str, ...] = ()
 
 
@@ -261,7 +266,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
         "platform write, approved retry, status.",
         _DENTAL,
         _happy,
-        happy_path=True,
+        outcome="booking_created",
     ),
     GalleryScenario(
         "notary_remote_signing",
@@ -270,7 +275,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
         "approved retry and the agent relays the customer's code.",
         _NOTARY,
         _happy,
-        happy_path=True,
+        outcome="booking_created",
         guardrails=("requires_verification",),
     ),
     GalleryScenario(
@@ -280,7 +285,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
         "not capped.",
         _AUTO,
         _happy,
-        happy_path=True,
+        outcome="booking_created",
     ),
     GalleryScenario(
         "spa_happy_path",
@@ -288,7 +293,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
         "A GBP booking in Europe/London in British Summer Time: 14:00 merchant-local is the instant 13:00Z.",
         _SPA,
         _happy,
-        happy_path=True,
+        outcome="booking_created",
     ),
     GalleryScenario(
         "verification_flow",
@@ -297,7 +302,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
         "idempotency_key and approval.",
         _NOTARY,
         _wrong_code_first,
-        happy_path=True,
+        outcome="booking_created",
         guardrails=("requires_verification", "verification_failed"),
     ),
     GalleryScenario(
@@ -307,7 +312,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
         "with a different payload is idempotency_conflict, again with no platform request.",
         _DENTAL,
         _idempotent_retry,
-        happy_path=True,
+        outcome="same_receipt_replayed",
         guardrails=("idempotency_conflict",),
     ),
     GalleryScenario(
@@ -317,7 +322,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
         "or platform write.",
         _DENTAL,
         _refusal("carolyns_dental_whitening"),
-        happy_path=False,
+        outcome="no_booking_created",
         guardrails=("price_exceeds_mandate",),
     ),
     GalleryScenario(
@@ -338,7 +343,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
                 "The workshop confirms each repair consultation itself; please request it directly.",
             ),
         ),
-        happy_path=False,
+        outcome="no_booking_created",
         guardrails=("requires_consultation_handoff",),
     ),
     GalleryScenario(
@@ -360,7 +365,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
                 "This service requires a deposit. Please complete the booking with the merchant directly.",
             ),
         ),
-        happy_path=False,
+        outcome="no_booking_created",
         guardrails=("requires_payment_handoff",),
     ),
     GalleryScenario(
@@ -373,7 +378,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
             intent="book a gift experience",
         ),
         _refusal("phils_spa_onsen_gift", service_ids=("phils_spa_onsen_gift",)),
-        happy_path=False,
+        outcome="no_booking_created",
         guardrails=("currency_mismatch",),
     ),
     GalleryScenario(
@@ -386,7 +391,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
             user_request="Book a cleaning at Carolyn's Dental tomorrow morning, before noon, up to $150.",
         ),
         _outside_window,
-        happy_path=False,
+        outcome="no_booking_created",
         guardrails=("slot_too_late",),
     ),
     GalleryScenario(
@@ -402,7 +407,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
                 "The merchant's payment terms for this service are unknown. Please book it directly.",
             ),
         ),
-        happy_path=False,
+        outcome="no_booking_created",
         guardrails=("requires_user_confirmation",),
     ),
     GalleryScenario(
@@ -412,7 +417,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
         "and asks the user to approve the next slot as a new attempt.",
         _DENTAL,
         _slot_taken,
-        happy_path=True,
+        outcome="booking_created",
         guardrails=("slot_taken",),
     ),
     GalleryScenario(
@@ -422,7 +427,7 @@ GALLERY: tuple[GalleryScenario, ...] = (
         "the same attempt with the same approval.",
         _SPA,
         _rate_limited,
-        happy_path=True,
+        outcome="booking_created",
         guardrails=("rate_limited",),
     ),
 )

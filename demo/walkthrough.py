@@ -153,7 +153,7 @@ async def _vertical(run: _Run, vertical: Vertical, client: OsbpClient) -> Bookin
         say("Agent", f"availability.find {empty.isoformat()} → no open slots.")
     say("Agent", f"availability.find {choice.day.isoformat()} → {len(choice.slots)} open slots.")
     say("Agent", f"I suggest {slot_sentence(slot)}.")
-    if vertical.modality == "online":
+    if vertical.modality == "remote":
         expect("schedule_address" not in slot, "the online slot carries no address")
 
     policy = await agent.call("policy.explain", {"service_id": vertical.service_id}, phase="policy_readback")
