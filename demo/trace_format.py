@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from osbp.demo.aliases import Aliaser
 from osbp.demo.playbook import approval_summary, approval_token
 from osbp.demo.recorder import Step
+from osbp.demo.scenarios import Modality, Outcome
 from osbp.server.redaction import REDACTED, Redactor
 
 __all__ = [
@@ -31,8 +32,6 @@ __all__ = [
     "TRACE_VERSION",
     "Trace",
     "TraceExpected",
-    "TraceModality",
-    "TraceOutcome",
     "TraceRegion",
     "TraceScenario",
     "TraceSelection",
@@ -61,12 +60,6 @@ _AUDIT_EVENT_ID = "audit_event_id"
 
 class _TraceModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-#: ``scenario.expected.happy_path``: the upstream gallery's outcome names.
-TraceOutcome = Literal["booking_created", "no_booking_created", "same_receipt_replayed"]
-#: ``scenario.modality``: the upstream gallery's values.
-TraceModality = Literal["in_person", "remote"]
 
 
 class TraceRegion(_TraceModel):
@@ -99,7 +92,7 @@ class TraceSelection(_TraceModel):
 class TraceExpected(_TraceModel):
     """What the trace demonstrates: how the run ends, and the guardrail codes it shows."""
 
-    happy_path: TraceOutcome
+    happy_path: Outcome
     guardrails: list[str] = Field(default_factory=list)
 
 
@@ -110,7 +103,7 @@ class TraceScenario(_TraceModel):
     title: str
     claim: str
     business_type: str
-    modality: TraceModality
+    modality: Modality
     region: TraceRegion
     intent: str
     user_request: str
