@@ -1,45 +1,40 @@
-"""The trace gallery's scenarios: what each recorded run does and what it claims.
+"""The trace gallery's runs: the plays that drive them, over the scenarios of ``scenarios.toml``.
 
 Each :class:`GalleryScenario` plays one run through a :class:`Play` (a recording agent for one
-organization, on a platform reset to seed data with its clock frozen at :data:`GALLERY_NOW`). The happy
-paths reuse the demo's verticals; the other runs exercise one rule each: the idempotent retry, the
-fail-closed guardrails, the verification flow, the runtime branches armed through the platform's test
-surface, and handoff.request. Nothing here writes a trace: :mod:`osbp.demo.traces` records and writes.
+organization, on a platform reset to seed data with its clock frozen at :data:`GALLERY_NOW`). What each run
+is (its merchant, request, claim, expected outcome and guardrails) is data, read by
+:mod:`osbp.demo.scenarios`; how it plays is code here, one play per :data:`~osbp.demo.scenarios.PlayName`:
+the happy path, the idempotent retry, the fail-closed refusals, the verification flow, the runtime
+branches armed through the platform's test surface, and handoff.request. Nothing here writes a trace:
+:mod:`osbp.demo.traces` records and writes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from osbp.demo.playbook import Booked, book, create_arguments, find_open_day, pick_slot
 from osbp.demo.recorder import ARM, FROM_CHALLENGE, RecordingAgent
-from osbp.demo.scenarios import VERTICALS, Region, Vertical, build_mandate, local_today
-from osbp.protocol.models import BookingMandate, Customer
+from osbp.demo.scenarios import (
+    SCENARIOS,
+    GalleryEntry,
+    Outcome,
+    PlayName,
+    Refusal,
+    Vertical,
+    build_mandate,
+    local_today,
+)
+from osbp.demo.trace_format import TraceSelection
+from osbp.protocol.models import BookingMandate
 
-__all__ = ["GALLERY", "GALLERY_NOW", "GalleryScenario", "Play", "scenario_by_id"]
+__all__ = ["GALLERY", "GALLERY_NOW", "PLAYS", "GalleryScenario", "Play", "gallery_scenario", "scenario_by_id"]
 
 #: The gallery's frozen platform clock: Monday 09:00 in New York, so Tuesday is open everywhere.
 GALLERY_NOW = datetime(2030, 5, 6, 13, 0, tzinfo=UTC)
-
-_FIXTURE = Vertical(
-    key="fixture",
-    title="Conformance fixture merchant",
-    organization_id="conformance_co",
-    organization_name="Conformance Co",
-    business_type="conformance fixture merchant",
-    modality="in_person",
-    region=Region(country="US", currency="USD", timezone="America/New_York"),
-    intent="book a service whose payment terms are unknown",
-    user_request="Book the 'Unknown payment requirement' service at Conformance Co soon, up to $100.",
-    service_id="conformance_unknown_payment",
-    schedule_id="conformance_main",
-    customer=Customer(display_name="Taylor Wren", phone="+12125550177"),
-    allowed_service_ids=("conformance_unknown_payment",),
-    max_price_minor=10000,
-)
 
 
 @dataclass
@@ -51,7 +46,9 @@ class Play:
     now: datetime
     scenario_id: str
     mandate: BookingMandate | None = None
-    selection: dict[str, Any] = field(default_factory=dict)
+    #: The name service.describe gave the service being booked (the selection's ``service_name``).
+    service_name: str | None = None
+    selection: TraceSelection | None = None
     receipt: dict[str, Any] | None = None
     _keys: int = 0
 
@@ -69,25 +66,26 @@ class Play:
 
     def select(self, slot: dict[str, Any]) -> None:
         """Remember the slot the agent chose (the trace's ``scenario.selection``)."""
-        keys = (
-            "service_id",
-            "schedule_id",
-            "provider_id",
-            "starts_at_local",
-            "starts_at",
-            "schedule_timezone",
+        names = ("organization_name", "schedule_name", "provider_name", "starts_at", "schedule_timezone")
+        self.selection = TraceSelection(
+            organization_id=slot.get("organization_id") or self.vertical.organization_id,
+            service_id=slot["service_id"],
+            service_name=self.service_name,
+            schedule_id=slot["schedule_id"],
+            provider_id=slot["provider_id"],
+            date=str(slot["starts_at_local"])[:10],
+            time=str(slot["starts_at_local"])[11:16],
+            starts_at_local=slot["starts_at_local"],
+            price=slot.get("price"),
+            **{key: slot[key] for key in names if slot.get(key) is not None},
         )
-        self.selection = {key: slot[key] for key in keys if key in slot} | {
-            "date": str(slot["starts_at_local"])[:10],
-            "time": str(slot["starts_at_local"])[11:16],
-            "price": slot.get("price"),
-        }
 
     async def lookup(
         self, service_id: str, *, preferred_time: str | None = None, skip: int = 0
     ) -> dict[str, Any]:
         """service.describe → availability.find (next open day) → policy.explain; the chosen slot."""
-        await self.agent.call("service.describe", {"service_id": service_id}, phase="lookup")
+        described = await self.agent.call("service.describe", {"service_id": service_id}, phase="lookup")
+        self.service_name = (described.value or {}).get("name") if described.ok else None
         choice = await find_open_day(
             self.agent,
             service_id=service_id,
@@ -143,7 +141,8 @@ class GalleryScenario:
     claim: str
     vertical: Vertical
     play: PlayFn
-    happy_path: bool
+    #: How the run ends: a booking, none, or the booking's receipt replayed (the trace's happy_path).
+    outcome: Outcome
     guardrails: tuple[str, ...] = ()
 
 
@@ -190,13 +189,13 @@ def _later(local: str, *, minutes: int) -> str:
     return f"{hours:02d}:{mins:02d}"
 
 
-def _refusal(service_id: str, *, handoff: tuple[str, str] | None = None, **grant: Any) -> PlayFn:
+def _refusal(refusal: Refusal) -> PlayFn:
     async def run(play: Play) -> None:
-        play.grant(**grant)
-        slot = await play.lookup(service_id)
+        play.grant(service_ids=refusal.grant.service_ids, max_price_minor=refusal.grant.max_price_minor)
+        slot = await play.lookup(refusal.service_id)
         await play.refuse(slot)
-        if handoff is not None:
-            await play.hand_off(*handoff)
+        if refusal.handoff is not None:
+            await play.hand_off(refusal.handoff.reason, refusal.handoff.message)
 
     return run
 
@@ -251,180 +250,33 @@ async def _rate_limited(play: Play) -> None:
     await play.status()
 
 
-_DENTAL, _NOTARY, _AUTO, _SPA = (VERTICALS[key] for key in ("dental", "notary", "auto", "spa"))
+#: The play of every name but ``refusal`` (whose play is built from the entry's refusal block).
+PLAYS: dict[PlayName, PlayFn] = {
+    "happy": _happy,
+    "wrong_code_first": _wrong_code_first,
+    "idempotent_retry": _idempotent_retry,
+    "outside_window": _outside_window,
+    "slot_taken": _slot_taken,
+    "rate_limited": _rate_limited,
+}
 
-GALLERY: tuple[GalleryScenario, ...] = (
-    GalleryScenario(
-        "dental_happy_path",
-        "Dental cleaning in New York",
-        "A USD booking inside the mandate: lookup, policy readback, approval preflight with no "
-        "platform write, approved retry, status.",
-        _DENTAL,
-        _happy,
-        happy_path=True,
-    ),
-    GalleryScenario(
-        "notary_remote_signing",
-        "Remote notary signing, online with SMS verification",
-        "An online service: the slot carries no address; the platform asks for verification after the "
-        "approved retry and the agent relays the customer's code.",
-        _NOTARY,
-        _happy,
-        happy_path=True,
-        guardrails=("requires_verification",),
-    ),
-    GalleryScenario(
-        "auto_happy_path",
-        "Oil change in Berlin (EUR)",
-        "A EUR booking in Europe/Berlin: the cancellation fee is disclosed in the approval summary, "
-        "not capped.",
-        _AUTO,
-        _happy,
-        happy_path=True,
-    ),
-    GalleryScenario(
-        "spa_happy_path",
-        "Swedish massage in London (GBP)",
-        "A GBP booking in Europe/London in British Summer Time: 14:00 merchant-local is the instant 13:00Z.",
-        _SPA,
-        _happy,
-        happy_path=True,
-    ),
-    GalleryScenario(
-        "verification_flow",
-        "Verification: a mistyped code, a new code, then booked",
-        "A rejected code is verification_failed; the agent sends a new code and retries with the same "
-        "idempotency_key and approval.",
-        _NOTARY,
-        _wrong_code_first,
-        happy_path=True,
-        guardrails=("requires_verification", "verification_failed"),
-    ),
-    GalleryScenario(
-        "idempotent_retry",
-        "Idempotent retry and idempotency_conflict",
-        "The same call again replays the receipt from the local cache with no platform request; the same key "
-        "with a different payload is idempotency_conflict, again with no platform request.",
-        _DENTAL,
-        _idempotent_retry,
-        happy_path=True,
-        guardrails=("idempotency_conflict",),
-    ),
-    GalleryScenario(
-        "guardrail_price_cap",
-        "Over the price cap",
-        "Whitening at $250.00 under a $150.00 cap is refused with price_exceeds_mandate before any approval "
-        "or platform write.",
-        _DENTAL,
-        _refusal("carolyns_dental_whitening"),
-        happy_path=False,
-        guardrails=("price_exceeds_mandate",),
-    ),
-    GalleryScenario(
-        "guardrail_consultation",
-        "Consultation service: hand off",
-        "A service the merchant must approve case by case is requires_consultation_handoff; the agent routes "
-        "to handoff.request.",
-        replace(
-            _AUTO,
-            user_request="My brakes grind. Get Andy's Auto to look at the car and quote the repair.",
-            intent="book a repair consultation",
-        ),
-        _refusal(
-            "andys_auto_repair_consultation",
-            service_ids=("andys_auto_repair_consultation",),
-            handoff=(
-                "requires_consultation_handoff",
-                "The workshop confirms each repair consultation itself; please request it directly.",
-            ),
-        ),
-        happy_path=False,
-        guardrails=("requires_consultation_handoff",),
-    ),
-    GalleryScenario(
-        "guardrail_payment_handoff",
-        "Deposit required: payment handoff",
-        "A deposit the mandate does not allow (allow_policy_fee false) is requires_payment_handoff; "
-        "OSBP never collects payment and hands off.",
-        replace(
-            _AUTO,
-            user_request="Book new front brake pads at Andy's Auto in the next two weeks, up to 300 euros.",
-            intent="book a brake pad replacement",
-        ),
-        _refusal(
-            "andys_auto_brakes",
-            service_ids=("andys_auto_brakes",),
-            max_price_minor=30000,
-            handoff=(
-                "requires_payment_handoff",
-                "This service requires a deposit. Please complete the booking with the merchant directly.",
-            ),
-        ),
-        happy_path=False,
-        guardrails=("requires_payment_handoff",),
-    ),
-    GalleryScenario(
-        "guardrail_currency_mismatch",
-        "Currency mismatch: a JPY price under a GBP cap",
-        "OSBP never converts currencies: a JPY-priced service under a GBP cap is currency_mismatch.",
-        replace(
-            _SPA,
-            user_request="Book the Tokyo onsen gift experience at Phil's Spa, up to 100 pounds.",
-            intent="book a gift experience",
-        ),
-        _refusal("phils_spa_onsen_gift", service_ids=("phils_spa_onsen_gift",)),
-        happy_path=False,
-        guardrails=("currency_mismatch",),
-    ),
-    GalleryScenario(
-        "guardrail_time_window",
-        "Outside the mandate's time window",
-        "The user allowed 08:00–12:00 merchant time; an afternoon slot is slot_too_late, compared as "
-        "merchant wall-clock.",
-        replace(
-            _DENTAL,
-            user_request="Book a cleaning at Carolyn's Dental tomorrow morning, before noon, up to $150.",
-        ),
-        _outside_window,
-        happy_path=False,
-        guardrails=("slot_too_late",),
-    ),
-    GalleryScenario(
-        "guardrail_unknown_payment",
-        "Unknown payment requirement: fail closed",
-        "An unknown payment requirement is the fail-closed requires_user_confirmation: not retryable, no "
-        "approval token; the agent hands off.",
-        _FIXTURE,
-        _refusal(
-            "conformance_unknown_payment",
-            handoff=(
-                "requires_user_confirmation",
-                "The merchant's payment terms for this service are unknown. Please book it directly.",
-            ),
-        ),
-        happy_path=False,
-        guardrails=("requires_user_confirmation",),
-    ),
-    GalleryScenario(
-        "runtime_slot_taken",
-        "Slot taken at the last moment",
-        "The approved create loses the race (slot_taken, retryable, no write); the agent looks again "
-        "and asks the user to approve the next slot as a new attempt.",
-        _DENTAL,
-        _slot_taken,
-        happy_path=True,
-        guardrails=("slot_taken",),
-    ),
-    GalleryScenario(
-        "runtime_rate_limited",
-        "Rate limited by the platform",
-        "The platform answers 429: rate_limited (retryable, no write); the agent backs off and retries "
-        "the same attempt with the same approval.",
-        _SPA,
-        _rate_limited,
-        happy_path=True,
-        guardrails=("rate_limited",),
-    ),
+
+def gallery_scenario(entry: GalleryEntry, vertical: Vertical) -> GalleryScenario:
+    """The runnable scenario of a gallery entry at ``vertical`` (its request overrides applied)."""
+    play = _refusal(entry.refusal) if entry.refusal is not None else PLAYS[entry.play]
+    return GalleryScenario(
+        id=entry.id,
+        title=entry.title,
+        claim=entry.claim,
+        vertical=vertical.model_copy(update=entry.request.model_dump(exclude_none=True)),
+        play=play,
+        outcome=entry.outcome,
+        guardrails=entry.guardrails,
+    )
+
+
+GALLERY: tuple[GalleryScenario, ...] = tuple(
+    gallery_scenario(entry, SCENARIOS.vertical(entry.vertical)) for entry in SCENARIOS.gallery
 )
 
 

@@ -11,8 +11,9 @@ later inputs.
 
 The check: each recorded result and audit event must be a *subset* of the actual one (every recorded key
 present with a matching value; lists element by element, or as an ordered subset with the recorded total
-when the trace shortened them), where aliases, placeholders and ``[redacted]`` match any text, and each
-step's ``platform_write`` and ``platform_create_requests`` must be the same.
+when the trace shortened them), where aliases, placeholders and ``[redacted]`` match any text; each
+step's ``platform_write`` and ``platform_create_requests`` must be the same, and its ``audit_event_id``
+alias must match the actual envelope's ``audit_event_id``.
 """
 
 from __future__ import annotations
@@ -197,7 +198,7 @@ async def _replay_one(
     trace: Trace, client: OsbpClient, control: PlatformControl, audit_log: Path
 ) -> ReplayReport:
     await control.reset()
-    now = parse_instant(str(trace.clock.get("platform_now")))
+    now = parse_instant(trace.clock)
     if now is not None and now != await control.now():
         await control.set_now(now)
     agent = RecordingAgent(client, control, trace.scenario.organization_id, AuditTail(audit_log))
@@ -214,6 +215,11 @@ async def _replay_one(
             step.result, call.envelope, replayer.bindings, truncated=truncated
         ):
             report.mismatches.append(Mismatch(step.step, f"result.{where}", expected, got))
+        if step.audit_event_id is not None:
+            for where, expected, got in is_subset(
+                step.audit_event_id, call.envelope.get("audit_event_id"), replayer.bindings
+            ):
+                report.mismatches.append(Mismatch(step.step, f"audit_event_id{where}", expected, got))
         if step.audit is not None:
             # Both clocks are frozen and upstream is the last-issued call, so the audit replays too.
             for where, expected, got in is_subset(step.audit, actual.audit or {}, replayer.bindings):
@@ -240,7 +246,7 @@ async def replay_traces(traces: Sequence[Trace]) -> list[ReplayReport]:
     if not traces:
         return []
     reports: dict[str, ReplayReport] = {}
-    first_now = parse_instant(str(traces[0].clock.get("platform_now")))
+    first_now = parse_instant(traces[0].clock)
     async with running_platform(first_now) as platform:
         with tempfile.TemporaryDirectory(prefix="osbp-replay-") as tmp:
             workdir = Path(tmp)
@@ -251,7 +257,7 @@ async def replay_traces(traces: Sequence[Trace]) -> list[ReplayReport]:
                     organization_id=trace.scenario.organization_id,
                     state_path=workdir / f"{turn}-{trace.name}.sqlite3",
                     audit_log_path=workdir / f"{turn}-{trace.name}-audit.jsonl",
-                    now=parse_instant(str(trace.clock.get("platform_now"))),
+                    now=parse_instant(trace.clock),
                 )
 
                 def work(trace: Trace = trace, config: ServerConfig = config, key: str = f"{turn}") -> Work:

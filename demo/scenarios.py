@@ -1,71 +1,131 @@
-"""The four demo verticals: who asks for what, at which synthetic merchant, inside which mandate.
+"""The demo's scenarios, read from ``scenarios.toml``: who asks for what, where, inside which mandate.
 
-Everything here is synthetic: the organizations are the platform's seed data, the customers are invented
-names with 555 numbers and ``example`` addresses. The agent turns a :class:`Vertical` into a
-:class:`~osbp.protocol.models.BookingMandate` with :func:`build_mandate`, anchored to the platform's clock
-so a fixed ``--now`` gives the same mandate, the same dates and the same transcript every time.
+The data lives in the package's ``scenarios.toml`` (the four demo verticals, the merchants only the trace
+gallery uses, and the gallery's runs); this module holds the pydantic models that validate it, the loader,
+and :func:`build_mandate`, which turns a :class:`Vertical` into the
+:class:`~osbp.protocol.models.BookingMandate` the agent builds, anchored to the platform's clock so a fixed
+``--now`` gives the same mandate, dates and transcript every time. A malformed file is refused with a
+:class:`ScenarioFileError` naming each offending field.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import tomllib
 from datetime import date, datetime, timedelta
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 
 from osbp.protocol.models import BookingMandate, Customer, Money
-from osbp.protocol.timeutil import format_instant, instant_to_wall_clock, parse_wall_clock
+from osbp.protocol.timeutil import format_instant, instant_to_wall_clock, load_zone, parse_wall_clock
 
 __all__ = [
     "MANDATE_HORIZON_DAYS",
     "MANDATE_LIFETIME",
+    "SCENARIOS",
+    "SCENARIO_FILE",
     "VERTICALS",
+    "GalleryEntry",
+    "Grant",
+    "Handoff",
+    "Modality",
+    "Outcome",
+    "PlayName",
+    "Refusal",
     "Region",
+    "RequestOverride",
+    "ScenarioFile",
+    "ScenarioFileError",
     "Vertical",
     "build_mandate",
+    "load_scenarios",
     "local_today",
+    "read_scenarios",
 ]
 
 #: How far ahead the user lets the agent book (merchant-local days after today).
 MANDATE_HORIZON_DAYS = 14
 #: How long the user's authorization holds after it was given.
 MANDATE_LIFETIME = timedelta(days=14)
+#: The scenario file shipped in this package.
+SCENARIO_FILE = "scenarios.toml"
+
+#: Where the service is delivered (the upstream trace gallery's values).
+Modality = Literal["in_person", "remote"]
+#: How a gallery run ends (the upstream trace gallery's ``happy_path`` names).
+Outcome = Literal["booking_created", "no_booking_created", "same_receipt_replayed"]
+#: The code that drives a gallery run (:mod:`osbp.demo.gallery` holds one play per name).
+PlayName = Literal[
+    "happy", "wrong_code_first", "idempotent_retry", "refusal", "outside_window", "slot_taken", "rate_limited"
+]
+
+Key = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$")]
+Id = Annotated[str, StringConstraints(min_length=1)]
+Text = Annotated[str, StringConstraints(min_length=1)]
+MinorUnits = Annotated[int, Field(ge=0, strict=True)]
 
 
-@dataclass(frozen=True, slots=True)
-class Region:
+class ScenarioFileError(ValueError):
+    """A scenario file that is not TOML or does not fit the models; the message names every problem."""
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Region(_Data):
     """Where the merchant is: ISO 3166-1 country, ISO 4217 currency, IANA timezone."""
 
-    country: str
-    currency: str
+    country: Annotated[str, StringConstraints(pattern=r"^[A-Z]{2}$")]
+    currency: Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
     timezone: str
 
+    @model_validator(mode="after")
+    def _known_zone(self) -> Region:
+        if load_zone(self.timezone) is None:
+            raise ValueError(f"timezone {self.timezone!r} is not an IANA Time Zone Database name")
+        return self
 
-@dataclass(frozen=True, slots=True)
-class Vertical:
-    """One demo vertical: the merchant, the user's request and the scope the user grants."""
 
-    key: str
-    title: str
-    organization_id: str
-    organization_name: str
-    business_type: str
-    modality: str
+class Vertical(_Data):
+    """One merchant and the user's request there: the services the user allows and the price cap."""
+
+    key: Key
+    title: Text
+    organization_id: Id
+    organization_name: Text
+    #: A snake_case label (``dental_clinic``), as the upstream trace gallery writes it.
+    business_type: Key
+    modality: Modality
     region: Region
-    intent: str
-    user_request: str
-    service_id: str
-    schedule_id: str
+    intent: Text
+    user_request: Text
+    service_id: Id
+    schedule_id: Id
     customer: Customer
     #: The services the user allows (the mandate's service_ids).
-    allowed_service_ids: tuple[str, ...]
+    allowed_service_ids: tuple[Id, ...] = Field(min_length=1)
     #: The price cap in the currency's minor unit.
-    max_price_minor: int
+    max_price_minor: MinorUnits
     #: The slot the user prefers: the first one at or after this merchant-local "HH:MM".
-    preferred_time: str = "10:00"
+    preferred_time: Annotated[str, StringConstraints(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")] = "10:00"
     #: A service inside the mandate's service list that costs more than the cap (the fail-closed coda).
-    over_cap_service_id: str | None = None
+    over_cap_service_id: Id | None = None
     #: What the user asks for in the coda.
-    over_cap_request: str | None = None
-    extra_notes: tuple[str, ...] = field(default_factory=tuple)
+    over_cap_request: Text | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Vertical:
+        if self.service_id not in self.allowed_service_ids:
+            raise ValueError(f"service_id {self.service_id!r} is not in allowed_service_ids")
+        over_cap = self.over_cap_service_id
+        if over_cap is not None and over_cap not in self.allowed_service_ids:
+            raise ValueError(f"over_cap_service_id {over_cap!r} is not in allowed_service_ids")
+        if self.over_cap_request is not None and self.over_cap_service_id is None:
+            raise ValueError("over_cap_request needs over_cap_service_id")
+        return self
 
     @property
     def mandate_id(self) -> str:
@@ -73,115 +133,127 @@ class Vertical:
         return f"mnd_demo_{self.key}"
 
 
-VERTICALS: dict[str, Vertical] = {
-    "dental": Vertical(
-        key="dental",
-        title="Dental cleaning in New York",
-        organization_id="carolyns_dental",
-        organization_name="Carolyn's Dental",
-        business_type="dental clinic",
-        modality="in_person",
-        region=Region(country="US", currency="USD", timezone="America/New_York"),
-        intent="book a routine dental cleaning",
-        user_request=(
-            "Book me a teeth cleaning at Carolyn's Dental in the next two weeks, ideally mid-morning. "
-            "A cleaning, a checkup or whitening is fine, but don't spend more than $150."
-        ),
-        service_id="carolyns_dental_cleaning",
-        schedule_id="carolyns_dental_midtown",
-        customer=Customer(
-            display_name="Jordan Quill",
-            given_name="Jordan",
-            family_name="Quill",
-            phone="+12125550199",
-            email="jordan.quill@example.com",
-        ),
-        allowed_service_ids=(
-            "carolyns_dental_cleaning",
-            "carolyns_dental_checkup",
-            "carolyns_dental_whitening",
-        ),
-        max_price_minor=15000,
-        over_cap_service_id="carolyns_dental_whitening",
-        over_cap_request="Actually, make it teeth whitening instead.",
-    ),
-    "notary": Vertical(
-        key="notary",
-        title="Remote notary signing (online, SMS verification)",
-        organization_id="gus_notary",
-        organization_name="Gus' Notary",
-        business_type="notary",
-        modality="online",
-        region=Region(country="US", currency="USD", timezone="America/New_York"),
-        intent="book a remote online notarization session",
-        user_request=(
-            "I need a document notarized remotely over video with Gus' Notary, any time in the next two "
-            "weeks, late morning if possible. Keep it under $50."
-        ),
-        service_id="gus_notary_remote_signing",
-        schedule_id="gus_notary_online",
-        customer=Customer(
-            display_name="Casey Fernwood",
-            given_name="Casey",
-            family_name="Fernwood",
-            phone="+12125550142",
-        ),
-        allowed_service_ids=("gus_notary_remote_signing", "gus_notary_notarization"),
-        max_price_minor=5000,
-        preferred_time="11:00",
-    ),
-    "auto": Vertical(
-        key="auto",
-        title="Oil change in Berlin (EUR)",
-        organization_id="andys_auto",
-        organization_name="Andy's Auto",
-        business_type="auto repair shop",
-        modality="in_person",
-        region=Region(country="DE", currency="EUR", timezone="Europe/Berlin"),
-        intent="book an oil change",
-        user_request=(
-            "Get my car an oil change at Andy's Auto in Kreuzberg within the next two weeks, in the "
-            "morning. Up to 100 euros."
-        ),
-        service_id="andys_auto_oil_change",
-        schedule_id="andys_auto_kreuzberg",
-        customer=Customer(
-            display_name="Mika Brandt",
-            given_name="Mika",
-            family_name="Brandt",
-            phone="+4930555012345",
-            email="mika.brandt@example.com",
-        ),
-        allowed_service_ids=("andys_auto_oil_change",),
-        max_price_minor=10000,
-        preferred_time="09:00",
-    ),
-    "spa": Vertical(
-        key="spa",
-        title="Swedish massage in London (GBP)",
-        organization_id="phils_spa",
-        organization_name="Phil's Spa",
-        business_type="day spa",
-        modality="in_person",
-        region=Region(country="GB", currency="GBP", timezone="Europe/London"),
-        intent="book a massage",
-        user_request=(
-            "Book me a Swedish massage at Phil's Spa in Soho sometime in the next two weeks, in the "
-            "afternoon. My budget is 100 pounds."
-        ),
-        service_id="phils_spa_swedish_massage",
-        schedule_id="phils_spa_soho",
-        customer=Customer(
-            display_name="Robin Ashdown",
-            given_name="Robin",
-            family_name="Ashdown",
-            email="robin.ashdown@example.com",
-        ),
-        allowed_service_ids=("phils_spa_swedish_massage",),
-        max_price_minor=10000,
-        preferred_time="14:00",
-    ),
-}
+class RequestOverride(_Data):
+    """What a gallery run's user asks for instead of the vertical's request."""
+
+    user_request: Text | None = None
+    intent: Text | None = None
+
+
+class Grant(_Data):
+    """Mandate scope a gallery run's user grants instead of the vertical's."""
+
+    service_ids: tuple[Id, ...] | None = None
+    max_price_minor: MinorUnits | None = None
+
+
+class Handoff(_Data):
+    """The handoff.request the agent sends after a refusal."""
+
+    reason: Id
+    message: Text
+
+
+class Refusal(_Data):
+    """A refusal run: the service the agent tries, the scope granted, the handoff afterwards."""
+
+    service_id: Id
+    grant: Grant = Grant()
+    handoff: Handoff | None = None
+
+
+class GalleryEntry(_Data):
+    """One trace of the gallery: its file name, what it claims, which vertical, which play."""
+
+    id: Key
+    title: Text
+    claim: Text
+    vertical: Key
+    play: PlayName
+    outcome: Outcome
+    guardrails: tuple[Id, ...] = ()
+    request: RequestOverride = RequestOverride()
+    refusal: Refusal | None = None
+
+    @model_validator(mode="after")
+    def _refusal_only_for_the_refusal_play(self) -> GalleryEntry:
+        if (self.play == "refusal") != (self.refusal is not None):
+            raise ValueError('a refusal block is required for play = "refusal" and allowed for it only')
+        return self
+
+
+class ScenarioFile(_Data):
+    """The whole file: demo verticals (in demo order), gallery-only verticals, gallery runs (in order)."""
+
+    verticals: dict[Key, Vertical] = Field(min_length=1)
+    gallery_verticals: dict[Key, Vertical] = Field(default_factory=dict)
+    gallery: tuple[GalleryEntry, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keys_from_tables(cls, data: Any) -> Any:
+        # A vertical's key is its table name ([verticals.dental]); writing it again would only let it drift.
+        if not isinstance(data, dict):
+            return data
+        keyed = dict(data)
+        for table in ("verticals", "gallery_verticals"):
+            if isinstance(data.get(table), dict):
+                keyed[table] = {
+                    key: {"key": key, **body} if isinstance(body, dict) else body
+                    for key, body in data[table].items()
+                }
+        return keyed
+
+    @model_validator(mode="after")
+    def _references_resolve(self) -> ScenarioFile:
+        shared = sorted(set(self.verticals) & set(self.gallery_verticals))
+        if shared:
+            raise ValueError(f"vertical keys defined twice: {', '.join(shared)}")
+        ids = [entry.id for entry in self.gallery]
+        repeated = sorted({entry_id for entry_id in ids if ids.count(entry_id) > 1})
+        if repeated:
+            raise ValueError(f"gallery ids used twice: {', '.join(repeated)}")
+        for index, entry in enumerate(self.gallery):
+            if entry.vertical not in self.verticals and entry.vertical not in self.gallery_verticals:
+                raise ValueError(f"gallery[{index}] ({entry.id}): unknown vertical {entry.vertical!r}")
+        return self
+
+    def vertical(self, key: str) -> Vertical:
+        """The demo or gallery-only vertical named ``key``."""
+        return self.verticals.get(key) or self.gallery_verticals[key]
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text or "(top level)"
+
+
+def load_scenarios(text: str, *, source: str = SCENARIO_FILE) -> ScenarioFile:
+    """Parse and validate a scenario file's text; :class:`ScenarioFileError` names every problem."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ScenarioFileError(f"{source}: not valid TOML: {error}") from None
+    try:
+        return ScenarioFile.model_validate(data)
+    except ValidationError as error:
+        reasons = "; ".join(f"{_location(item['loc'])}: {item['msg']}" for item in error.errors())
+        raise ScenarioFileError(f"{source}: {reasons}") from None
+
+
+def read_scenarios(path: Path | None = None) -> ScenarioFile:
+    """The scenario file at ``path``, by default the one shipped in this package."""
+    if path is not None:
+        return load_scenarios(path.read_text(encoding="utf-8"), source=str(path))
+    shipped = resources.files(__package__ or "osbp.demo").joinpath(SCENARIO_FILE)
+    return load_scenarios(shipped.read_text(encoding="utf-8"))
+
+
+#: The shipped scenarios, and the demo's verticals in demo order.
+SCENARIOS = read_scenarios()
+VERTICALS: dict[str, Vertical] = dict(SCENARIOS.verticals)
 
 
 def local_today(now: datetime, timezone: str) -> date:

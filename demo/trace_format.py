@@ -1,30 +1,15 @@
-"""The trace file format: OSBP v0.1.0 gallery layout plus this project's extras, and how a run becomes one.
+"""The trace file format: the upstream OSBP v0.1.0 gallery layout plus our extras, and how a run becomes one.
 
-Top level (gallery layout): ``osbp_trace_version`` ("0.1.0"), ``name``, ``source``, ``clock``,
-``redaction``, ``scenario`` (``id``, ``title``, ``claim``, ``business_type``, ``modality``, ``region``,
-``intent``, ``user_request``, ``organization_id``, ``organization_name``, ``selection``, ``expected``) and
-``steps`` (``step``, ``tool`` as the dotted name, ``input``, ``result``). Our extras, all additive:
-
-* top level: ``mandate`` (the BookingMandate the agent generated), ``receipt`` (the final receipt, when a
-  booking was made) and ``audit_event_ids`` (every step's audit id, aliased);
-* per step: ``phase`` (``lookup``, ``policy_readback``, ``approval_preflight``, ``approved_retry``,
-  ``verification_send``, ``verification_retry``, ``status``, ``idempotent_replay``, ``guardrail``,
-  ``handoff``, …), ``user_approval`` (on an approved retry: the summary exactly as the user saw it),
-  ``audit`` (the server's audit event: aliased ``id``, ``created_at`` (the server's clock is frozen at the
-  platform's instant, so it is that instant), ``decision``, ``platform`` and the operator channel's
-  ``upstream`` metadata in full (the last-issued platform call; absent when the tool answered locally),
-  with request ids aliased and RateLimit readings replaced by a placeholder), ``platform_write``
-  (whether the platform stored anything during the call) and ``platform_create_requests``, ``setup``
-  (test-surface actions applied just before the call, e.g. ``{"arm": "slot_taken"}``), ``input_sources``
-  (where a redacted input value came from: ``challenge`` for the approval token of the latest
-  final-confirmation challenge, ``customer_phone`` for the code the platform sent, ``mistyped`` for a
-  deliberately wrong code), ``truncated`` (a long availability list keeps its first slots and the ones
-  the run went on to book; the total is recorded) and ``note``.
+The layout is the one of the upstream gallery's trace files (``traces/v0.1.0/*.json`` of the OSBP
+reference repository; ``docs/demo.md`` says which files and what each field holds): the same keys, in
+the same order, with the same types. Every key of ours is an extra the upstream layout does not have;
+none changes the meaning or type of an upstream key. Key order is meaningful: the file lists the trace in
+the order of the spec's Demo Trace section (user request, mandate, tool calls, receipt, audit ids).
 
 :func:`build_trace` redacts with the server's one :class:`~osbp.server.redaction.Redactor` (every
 sensitive string found anywhere in the run is scrubbed from every step), then aliases volatile values
-(:mod:`osbp.demo.aliases`). :func:`dump_trace` writes sorted keys, two-space indents and a final newline,
-so the same run always produces the same bytes.
+(:mod:`osbp.demo.aliases`). :func:`dump_trace` writes the models' key order, two-space indents and a
+final newline, so the same run always produces the same bytes.
 """
 
 from __future__ import annotations
@@ -38,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from osbp.demo.aliases import Aliaser
 from osbp.demo.playbook import approval_summary, approval_token
 from osbp.demo.recorder import Step
+from osbp.demo.scenarios import Modality, Outcome
 from osbp.server.redaction import REDACTED, Redactor
 
 __all__ = [
@@ -48,6 +34,7 @@ __all__ = [
     "TraceExpected",
     "TraceRegion",
     "TraceScenario",
+    "TraceSelection",
     "TraceStep",
     "build_trace",
     "dump_trace",
@@ -66,7 +53,9 @@ TRUNCATION_RULE = (
     "checks them as an ordered subset and the total count"
 )
 #: The audit event fields a trace keeps (hashes, chain links and the snapshots themselves stay local).
-_AUDIT_FIELDS = ("id", "created_at", "decision", "platform", "upstream")
+_AUDIT_FIELDS = ("created_at", "decision", "platform", "upstream")
+#: The server's addition to the envelope: the step carries it as ``audit_event_id``, not the result.
+_AUDIT_EVENT_ID = "audit_event_id"
 
 
 class _TraceModel(BaseModel):
@@ -81,10 +70,29 @@ class TraceRegion(_TraceModel):
     timezone: str
 
 
-class TraceExpected(_TraceModel):
-    """What the trace demonstrates: whether a booking is made, and the guardrail codes shown."""
+class TraceSelection(_TraceModel):
+    """The slot the agent chose: the upstream keys, then ours (the instant, the zone and the price)."""
 
-    happy_path: bool
+    organization_id: str
+    organization_name: str | None = None
+    service_id: str
+    service_name: str | None = None
+    schedule_id: str
+    schedule_name: str | None = None
+    provider_id: str
+    provider_name: str | None = None
+    date: str
+    time: str
+    starts_at_local: str | None = None
+    starts_at: str | None = None
+    schedule_timezone: str | None = None
+    price: dict[str, Any] | None = None
+
+
+class TraceExpected(_TraceModel):
+    """What the trace demonstrates: how the run ends, and the guardrail codes it shows."""
+
+    happy_path: Outcome
     guardrails: list[str] = Field(default_factory=list)
 
 
@@ -95,59 +103,72 @@ class TraceScenario(_TraceModel):
     title: str
     claim: str
     business_type: str
-    modality: str
+    modality: Modality
     region: TraceRegion
     intent: str
     user_request: str
     organization_id: str
     organization_name: str
-    selection: dict[str, Any] = Field(default_factory=dict)
+    selection: TraceSelection | None = None
     expected: TraceExpected
 
 
 class TraceStep(_TraceModel):
-    """One tool call of the run."""
+    """One tool call of the run: the upstream keys (``step`` … ``platform_write``), then ours."""
 
     step: int
     tool: str
-    phase: str
     input: dict[str, Any]
+    #: The OSBP result envelope without ``audit_event_id`` (that is the step's own ``audit_event_id``).
     result: dict[str, Any]
-    audit: dict[str, Any] | None = None
     platform_write: bool
-    platform_create_requests: int
+    phase: str
+    note: str | None = None
+    user_approval: str | None = None
     setup: list[dict[str, str]] | None = None
     input_sources: dict[str, str] | None = None
     truncated: dict[str, Any] | None = None
-    user_approval: str | None = None
-    note: str | None = None
+    platform_create_requests: int
+    audit_event_id: str | None = None
+    audit: dict[str, Any] | None = None
 
 
 class Trace(_TraceModel):
-    """One gallery trace."""
+    """One gallery trace: the upstream keys in their order, with our extras where their content belongs."""
 
     osbp_trace_version: str = TRACE_VERSION
     name: str
-    source: dict[str, Any]
-    clock: dict[str, Any]
-    redaction: dict[str, Any]
+    source: str
+    clock: str
+    redaction: str
     scenario: TraceScenario
     mandate: dict[str, Any] | None = None
     steps: list[TraceStep]
     receipt: dict[str, Any] | None = None
     audit_event_ids: list[str] = Field(default_factory=list)
+    recording: dict[str, Any]
+    redaction_rules: dict[str, Any]
 
 
-SOURCE: dict[str, Any] = {
+SOURCE = "a real run on the credential-free synthetic Bookwell platform, through the osbp MCP server (stdio)"
+RECORDING: dict[str, Any] = {
     "generator": "osbp traces record",
     "recorded_from": "a real run: the agent drives the OSBP MCP server (python -m osbp.server) over stdio "
     "through the MCP SDK client; the server's reference adapter calls the synthetic Bookwell platform "
     "on loopback with a fresh database",
     "implementation": "osbp 0.1.0 (Python)",
     "transport": "MCP stdio",
+    "platform_clock": "frozen at clock (the platform's --now setting): dates, slots and the mandate window "
+    "follow it",
+    "server_clock": "frozen at clock too (the MCP server's --now / OSBP_NOW): mandate expiry and approval "
+    "TTLs are judged, and audit created_at is stamped, at that instant",
 }
-
-REDACTION: dict[str, Any] = {
+REDACTION = (
+    f"Customer names, phones and emails, provider image URLs, verification codes and approval tokens are "
+    f"{REDACTED}; audit, booking and request ids are aliased; RateLimit readings are "
+    f"{RATELIMIT_PLACEHOLDER} (redaction_rules lists every rule)."
+)
+REDACTION_RULES: dict[str, Any] = {
     "redactor": "osbp.server.redaction.Redactor, the audit log's own allowlist redactor",
     "placeholder": REDACTED,
     "redacted": [
@@ -169,7 +190,7 @@ REDACTION: dict[str, Any] = {
 
 def _register_identifiers(aliaser: Aliaser, steps: Sequence[Step]) -> None:
     for step in steps:
-        aliaser.register("audit", [step.result.get("audit_event_id")])
+        aliaser.register("audit", [step.result.get(_AUDIT_EVENT_ID)])
         value = step.result.get("value")
         if step.tool == "booking.create" and step.result.get("ok") and isinstance(value, dict):
             aliaser.register("booking", [value.get("booking_id")])
@@ -255,17 +276,21 @@ def _audit_view(audit: dict[str, Any] | None) -> dict[str, Any] | None:
     return view
 
 
+def _without_audit_id(result: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in result.items() if key != _AUDIT_EVENT_ID}
+
+
 def build_trace(
     *,
     name: str,
     scenario: TraceScenario,
-    clock: dict[str, Any],
+    clock: str,
     steps: Sequence[Step],
     mandate: dict[str, Any] | None,
     receipt: dict[str, Any] | None,
     redactor: Redactor | None = None,
 ) -> Trace:
-    """The redacted, aliased trace of a recorded run."""
+    """The redacted, aliased trace of a recorded run (``clock``: the frozen instant, RFC 3339)."""
     redactor = redactor or Redactor()
     known = redactor.discover(*(snapshot for step in steps for snapshot in (step.input, step.result)))
     aliaser = Aliaser()
@@ -288,17 +313,18 @@ def build_trace(
         TraceStep(
             step=index + 1,
             tool=step.tool,
-            phase=step.phase,
             input=clean(step.input),
-            result=clean(_shortened(step, selected)),
-            audit=scrub(_audit_view(step.audit)),
+            result=clean(_without_audit_id(_shortened(step, selected))),
             platform_write=step.platform_write,
-            platform_create_requests=step.platform_create_requests,
+            phase=step.phase,
+            note=step.note,
+            user_approval=redactor.scrub_text(approvals[index], known) if index in approvals else None,
             setup=[dict(action) for action in step.setup] or None,
             input_sources=dict(step.input_sources) or None,
             truncated=_truncation(step, selected),
-            user_approval=redactor.scrub_text(approvals[index], known) if index in approvals else None,
-            note=step.note,
+            platform_create_requests=step.platform_create_requests,
+            audit_event_id=aliaser.apply(step.result.get(_AUDIT_EVENT_ID)),
+            audit=scrub(_audit_view(step.audit)),
         )
         for index, step in enumerate(steps)
     ]
@@ -307,20 +333,20 @@ def build_trace(
         source=SOURCE,
         clock=clock,
         redaction=REDACTION,
-        scenario=TraceScenario.model_validate(scrub(scenario.model_dump(mode="json"))),
+        scenario=TraceScenario.model_validate(scrub(scenario.model_dump(mode="json", exclude_none=True))),
         mandate=scrub(mandate) if mandate is not None else None,
         steps=trace_steps,
         receipt=clean(receipt) if receipt is not None else None,
-        audit_event_ids=[
-            str(step.result["audit_event_id"]) for step in trace_steps if "audit_event_id" in step.result
-        ],
+        audit_event_ids=[step.audit_event_id for step in trace_steps if step.audit_event_id is not None],
+        recording=RECORDING,
+        redaction_rules=REDACTION_RULES,
     )
 
 
 def dump_trace(trace: Trace) -> str:
-    """The canonical file text of ``trace``: sorted keys, two-space indents, UTF-8, final newline."""
+    """The file text of ``trace``: the layout's key order, two-space indents, UTF-8, final newline."""
     body = trace.model_dump(mode="json", exclude_none=True)
-    return json.dumps(body, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(body, indent=2, ensure_ascii=False) + "\n"
 
 
 def load_trace(text: str) -> Trace:

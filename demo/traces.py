@@ -16,7 +16,6 @@ import tempfile
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from osbp.demo.client import OsbpClient, ServerConfig
 from osbp.demo.gallery import GALLERY, GALLERY_NOW, GalleryScenario, Play
@@ -32,7 +31,7 @@ from osbp.demo.trace_format import (
     load_trace,
 )
 from osbp.demo.turns import ServerJob, Work, run_in_turns
-from osbp.protocol.timeutil import format_instant
+from osbp.server.audit import format_created_at
 
 __all__ = [
     "INDEX_NAME",
@@ -52,15 +51,9 @@ class RecordingError(RuntimeError):
     """A scenario's run did not show what the scenario claims."""
 
 
-def gallery_clock(now: datetime) -> dict[str, Any]:
-    """The trace's ``clock`` block."""
-    return {
-        "platform_now": format_instant(now),
-        "platform_clock": "frozen at platform_now (the platform's --now setting): dates, slots and the "
-        "mandate window follow it",
-        "server_clock": "frozen at platform_now too (the MCP server's --now / OSBP_NOW): mandate expiry and "
-        "approval TTLs are judged, and audit created_at is stamped, at that instant",
-    }
+def gallery_clock(now: datetime) -> str:
+    """The trace's ``clock``: the frozen instant, written as the audit log writes ``created_at``."""
+    return format_created_at(now)
 
 
 def _scenario_block(scenario: GalleryScenario, play: Play) -> TraceScenario:
@@ -81,7 +74,7 @@ def _scenario_block(scenario: GalleryScenario, play: Play) -> TraceScenario:
         organization_id=vertical.organization_id,
         organization_name=vertical.organization_name,
         selection=play.selection,
-        expected=TraceExpected(happy_path=scenario.happy_path, guardrails=list(scenario.guardrails)),
+        expected=TraceExpected(happy_path=scenario.outcome, guardrails=list(scenario.guardrails)),
     )
 
 
@@ -92,13 +85,15 @@ def _check_claims(scenario: GalleryScenario, trace: Trace) -> None:
         raise RecordingError(
             f"{scenario.id}: the run never showed {', '.join(missing)} (saw {sorted(codes)})"
         )
-    if scenario.happy_path != (trace.receipt is not None):
-        raise RecordingError(
-            f"{scenario.id}: expected happy_path={scenario.happy_path}, receipt={trace.receipt}"
-        )
+    booked = scenario.outcome != "no_booking_created"
+    if booked != (trace.receipt is not None):
+        raise RecordingError(f"{scenario.id}: expected {scenario.outcome}, receipt={trace.receipt}")
     writes = [step for step in trace.steps if step.platform_write]
-    if not scenario.happy_path and writes:
+    if not booked and writes:
         raise RecordingError(f"{scenario.id}: a refused run wrote to the platform (step {writes[0].step})")
+    replays = [step for step in trace.steps if (step.result.get("osbp_runtime") or {}).get("idempotency")]
+    if scenario.outcome == "same_receipt_replayed" and not replays:
+        raise RecordingError(f"{scenario.id}: no step replayed the receipt from the idempotency cache")
 
 
 async def _record_one(
@@ -164,7 +159,9 @@ def render_index(traces: Sequence[Trace]) -> str:
         "the OSBP MCP server over stdio through the MCP SDK client against the synthetic platform with a",
         "fresh database and a frozen clock, then redacts and aliases every run. Regenerating leaves",
         "`git status` clean; `osbp traces replay` replays every trace against a fresh platform and checks",
-        "that each recorded result is a subset of the actual one. The format is described in `docs/demo.md`.",
+        "that each recorded result is a subset of the actual one. The files follow the upstream OSBP v0.1.0",
+        "gallery layout (its keys, in its order, with its types) plus extra keys of ours; `docs/demo.md`",
+        "describes every field and what the layout does not promise.",
         "",
         "| trace | scenario | claim | guardrails shown |",
         "|---|---|---|---|",

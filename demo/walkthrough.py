@@ -153,7 +153,7 @@ async def _vertical(run: _Run, vertical: Vertical, client: OsbpClient) -> Bookin
         say("Agent", f"availability.find {empty.isoformat()} → no open slots.")
     say("Agent", f"availability.find {choice.day.isoformat()} → {len(choice.slots)} open slots.")
     say("Agent", f"I suggest {slot_sentence(slot)}.")
-    if vertical.modality == "online":
+    if vertical.modality == "remote":
         expect("schedule_address" not in slot, "the online slot carries no address")
 
     policy = await agent.call("policy.explain", {"service_id": vertical.service_id}, phase="policy_readback")
@@ -227,10 +227,7 @@ async def _coda(run: _Run, vertical: Vertical, mandate: BookingMandate, client: 
     agent = RecordingAgent(client, run.control, vertical.organization_id, AuditTail(run.audit_log))
     record: dict[str, Any] = {"vertical": vertical.key, "mandate_id": mandate.id}
     run.result.transcript["coda"] = record
-    say(
-        "User",
-        "Actually, make it the teeth whitening instead." if vertical.key == "dental" else "Upgrade it.",
-    )
+    say("User", vertical.over_cap_request or "Upgrade it.")
     describe = await agent.call(
         "service.describe", {"service_id": vertical.over_cap_service_id}, phase="lookup"
     )

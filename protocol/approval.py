@@ -144,20 +144,58 @@ def _payment_sentence(policy: Policy, price: Money | None) -> str:
     return "The merchant's payment requirement is unknown."
 
 
-def _fee_sentences(policy: Policy) -> list[str]:
-    sentences: list[str] = []
-    if policy.cancellation_fee is not None:
-        window = _span(policy.cancellation_window)
-        when = f" if cancelled less than {window} before the appointment" if window else ""
-        sentences.append(f"Cancellation fee: {_price_text(policy.cancellation_fee)}{when}.")
+def _cancellation_sentence(policy: Policy) -> str:
+    """Whether, until when and at what cost the booking can be cancelled with the merchant, in prose."""
+    window = _span(policy.cancellation_window)
+    fee = _price_text(policy.cancellation_fee) if policy.cancellation_fee is not None else None
+    if policy.cancellation_enabled is False:
+        # A window is meaningless when nothing can be cancelled; a reported fee is still disclosed.
+        extra = f"; it reports a cancellation fee of {fee}" if fee else ""
+        return f"The merchant does not allow this booking to be cancelled{extra}."
+    if policy.cancellation_enabled is True:
+        if window:
+            later = f"; cancelling later costs a cancellation fee of {fee}" if fee else ""
+            return f"Free cancellation with the merchant up to {window} before the appointment{later}."
+        if fee:
+            return f"The merchant allows cancellation for a cancellation fee of {fee}."
+        return "The merchant allows cancellation and reported no deadline or cancellation fee."
+    unknown = "The merchant did not report whether this booking can be cancelled"
+    if window and fee:
+        return f"{unknown}; cancelling less than {window} before the appointment costs {fee}."
+    if window:
+        return f"{unknown}; its cancellation deadline is {window} before the appointment."
+    if fee:
+        return f"{unknown}; it reports a cancellation fee of {fee}."
+    return f"{unknown}."
+
+
+def _cancellation_sentences(policy: Policy) -> list[str]:
+    sentences = [_cancellation_sentence(policy)]
+    grace = _span(policy.late_grace)
+    if grace:
+        sentences.append(f"Arriving more than {grace} late counts as a no-show.")
     if policy.no_show_fee is not None:
         sentences.append(f"No-show fee: {_price_text(policy.no_show_fee)}.")
-    if sentences:
+    if policy.cancellation_fee is not None or policy.no_show_fee is not None:
         sentences.append("These fees are set by the merchant; the booking mandate does not limit them.")
-    if policy.cancellation_enabled is False:
-        sentences.append("The merchant does not allow this booking to be cancelled.")
     if policy.cancellation_note:
         sentences.append(f'Merchant cancellation note: "{policy.cancellation_note}"')
+    return sentences
+
+
+def _name_sentences(customer: Customer | None, name: str | None) -> list[str]:
+    """The merchant-visible name, then each name field sent beside it, so a swapped pair shows."""
+    if not name:
+        return []
+    sentences = [f"The merchant will see the customer name: {name}."]
+    given = customer.given_name if customer is not None else None
+    family = customer.family_name if customer is not None else None
+    if given and family:
+        sentences.append(f"Given name: {given}; family name: {family}.")
+    elif given:
+        sentences.append(f"Given name: {given}; no family name is sent.")
+    elif family:
+        sentences.append(f"Family name: {family}; no given name is sent.")
     return sentences
 
 
@@ -169,18 +207,21 @@ def build_approval_summary(
     *,
     customer_name: str | None = None,
 ) -> str:
-    """The user-facing plain-prose summary of the exact booking (pure: same facts, same text)."""
+    """The user-facing plain-prose summary of the exact booking (pure: same facts, same text).
+
+    ``customer_name`` is the display name sent to the platform when the caller derives it itself
+    (default: :func:`merchant_visible_name`); the customer's given and family names, which are sent
+    beside it, are stated too.
+    """
     price = slot.price or service.price
     sentences = [
         f"Book {service.name} {_when(slot, policy)}{_where(slot, policy)}.",
         f"Price: {_price_text(price)}.",
         _payment_sentence(policy, price),
-        *_fee_sentences(policy),
+        *_cancellation_sentences(policy),
+        *_name_sentences(customer, customer_name or merchant_visible_name(customer)),
+        "Once booked, OSBP cannot cancel or change this appointment.",
     ]
-    name = customer_name or merchant_visible_name(customer)
-    if name:
-        sentences.append(f"The merchant will see the customer name: {name}.")
-    sentences.append("Once booked, OSBP cannot cancel or change this appointment.")
     return " ".join(sentences)
 
 

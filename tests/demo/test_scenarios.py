@@ -1,8 +1,21 @@
-"""The demo's verticals and the mandates the agent builds from them."""
+"""The demo's scenario file, its verticals and the mandates the agent builds from them."""
 
 from datetime import UTC, datetime
+from importlib import resources
 
-from osbp.demo.scenarios import MANDATE_HORIZON_DAYS, VERTICALS, build_mandate, local_today
+import pytest
+
+from osbp.demo.scenarios import (
+    MANDATE_HORIZON_DAYS,
+    SCENARIO_FILE,
+    SCENARIOS,
+    VERTICALS,
+    ScenarioFileError,
+    build_mandate,
+    load_scenarios,
+    local_today,
+    read_scenarios,
+)
 from osbp.protocol.mandate import validate_mandate
 from osbp.protocol.models import Money, Policy, Service, Slot
 
@@ -56,3 +69,61 @@ def test_every_vertical_mandate_admits_its_own_service_and_refuses_the_over_cap_
     refused = validate_mandate(mandate, slot=whitening, service=service, policy=policy, now=NOW)
     assert refused is not None
     assert refused.code == "price_exceeds_mandate"
+
+
+SHIPPED = resources.files("osbp.demo").joinpath(SCENARIO_FILE).read_text(encoding="utf-8")
+
+
+def test_the_shipped_scenario_file_holds_the_demo_verticals_and_the_gallery_runs():
+    """Platform choice: demo scenarios are data (scenarios.toml), validated by pydantic models."""
+    assert list(VERTICALS) == ["dental", "notary", "auto", "spa"]
+    assert all(key == vertical.key for key, vertical in VERTICALS.items())
+    assert VERTICALS["notary"].modality == "remote"
+    assert VERTICALS["dental"].customer.given_name == "Jordan"
+    assert list(SCENARIOS.gallery_verticals) == ["fixture"]
+    assert len(SCENARIOS.gallery) == 14
+    assert load_scenarios(SHIPPED) == SCENARIOS
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        ('modality = "remote"', 'modality = "online"', "verticals.notary.modality: Input should be 'in_"),
+        ('intent = "book a massage"', 'intent = "book a massage"\ncolour = 1', "verticals.spa.colour: Extra"),
+        ('timezone = "Europe/London"', 'timezone = "Mars/Olympus"', "'Mars/Olympus' is not an IANA"),
+        ("max_price_minor = 5000", 'max_price_minor = "5000"', "verticals.notary.max_price_minor: Input"),
+        ('preferred_time = "11:00"', 'preferred_time = "11am"', "verticals.notary.preferred_time: String"),
+        ('vertical = "spa"\nplay = "rate_l', 'vertical = "sauna"\nplay = "rate_l', "vertical 'sauna'"),
+        ('play = "slot_taken"', 'play = "refusal"', "gallery[12]: Value error, a refusal block is required"),
+        ('play = "happy"', 'play = "sing"', "gallery[0].play: Input should be 'happy'"),
+        ("[verticals.spa]", "[verticals.spa", "not valid TOML"),
+    ],
+    ids=[
+        "unknown-modality",
+        "unknown-key",
+        "unknown-zone",
+        "amount-as-text",
+        "bad-time",
+        "unknown-vertical",
+        "refusal-without-block",
+        "unknown-play",
+        "not-toml",
+    ],
+)
+def test_a_malformed_scenario_file_is_refused_with_the_field_and_the_reason(old: str, new: str, reason: str):
+    """Platform choice: a bad data file is refused with one clear line naming the field, never loaded."""
+    assert old in SHIPPED
+    with pytest.raises(ScenarioFileError) as refused:
+        load_scenarios(SHIPPED.replace(old, new, 1))
+    message = str(refused.value)
+    assert message.startswith(f"{SCENARIO_FILE}: ")
+    assert reason in message
+    assert "\n" not in message
+
+
+def test_a_scenario_file_on_disk_is_named_in_its_error(tmp_path):
+    """Platform choice: the error says which file is malformed."""
+    broken = tmp_path / "broken.toml"
+    broken.write_text(SHIPPED.replace('"Dental cleaning in New York"', "3", 1), encoding="utf-8")
+    with pytest.raises(ScenarioFileError, match=r"broken\.toml: verticals\.dental\.title: Input should be"):
+        read_scenarios(broken)

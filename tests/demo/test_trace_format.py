@@ -27,14 +27,14 @@ SCENARIO = TraceScenario(
     id="unit",
     title="Unit",
     claim="A claim.",
-    business_type="dental clinic",
+    business_type="dental_clinic",
     modality="in_person",
     region=TraceRegion(country="US", currency="USD", timezone="America/New_York"),
     intent="book",
     user_request="Book it for Sentinel Zebrafinch.",
     organization_id="carolyns_dental",
     organization_name="Carolyn's Dental",
-    expected=TraceExpected(happy_path=True),
+    expected=TraceExpected(happy_path="booking_created"),
 )
 
 
@@ -127,7 +127,7 @@ def _trace_text() -> str:
     trace = build_trace(
         name="unit",
         scenario=SCENARIO,
-        clock={"platform_now": "2030-05-06T13:00:00Z"},
+        clock="2030-05-06T13:00:00.000Z",
         steps=_steps(),
         mandate={"id": "mnd_1"},
         receipt=_steps()[2].result["value"],
@@ -150,6 +150,7 @@ def test_volatile_identifiers_become_stable_aliases_everywhere():
     """OSBP spec, Audit: checked-in traces use audit aliases rather than raw local records."""
     trace = json.loads(_trace_text())
     assert trace["audit_event_ids"] == ["aud_alias_1", "aud_alias_2", "aud_alias_3"]
+    assert [step["audit_event_id"] for step in trace["steps"]] == trace["audit_event_ids"]
     assert trace["receipt"]["booking_id"] == "booking_alias_1"
     assert trace["receipt"]["text"].endswith("Booking id: booking_alias_1.")
     assert trace["steps"][2]["audit"]["upstream"]["request_id"] == "req_alias_3"
@@ -189,11 +190,20 @@ def test_the_approved_retry_records_the_summary_the_user_saw():
     assert step["input_sources"] == {"approval.token": "challenge"}
 
 
-def test_the_same_run_dumps_to_the_same_bytes_with_sorted_keys():
-    """Platform choice: `make traces` must leave git status clean."""
+def test_the_same_run_dumps_to_the_same_bytes_in_the_layout_order():
+    """Platform choice: `make traces` must leave git status clean; the key order is the layout's."""
     text = _trace_text()
     assert text == _trace_text()
     assert text.endswith("}\n")
     body = json.loads(text)
-    assert list(body) == sorted(body)
-    assert load_trace(text).name == "unit"
+    assert list(body)[:6] == ["osbp_trace_version", "name", "source", "clock", "redaction", "scenario"]
+    assert list(body["steps"][0])[:5] == ["step", "tool", "input", "result", "platform_write"]
+    assert dump_trace(load_trace(text)) == text
+
+
+def test_the_audit_event_id_moves_from_the_result_to_the_step():
+    """Upstream OSBP v0.1.0 gallery: a step's result is the adapter result, with no audit_event_id in it."""
+    for step in json.loads(_trace_text())["steps"]:
+        assert "audit_event_id" not in step["result"]
+        assert step["audit_event_id"].startswith("aud_alias_")
+        assert "id" not in step["audit"]

@@ -5,11 +5,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from osbp.demo.gallery import GALLERY
 from osbp.demo.scenarios import VERTICALS
+from osbp.demo.trace_format import dump_trace, load_trace
 from osbp.protocol.contact_shapes import EMAIL_PATTERN, PHONE_PATTERNS
 from osbp.server.redaction import REDACTED
 
@@ -72,7 +74,7 @@ def test_no_trace_carries_a_secret_a_contact_or_a_raw_volatile_value(path: Path)
         assert pattern.search(text) is None, pattern.pattern
     for what, pattern in RAW_SHAPES.items():
         assert pattern.search(text) is None, what
-    frozen = json.loads(text)["clock"]["platform_now"].replace("Z", ".000Z")
+    frozen = json.loads(text)["clock"]
     assert set(SERVER_TIMESTAMP.findall(text)) <= {frozen}
     for where, value in _walk(json.loads(text)):
         secret_field = where[-1] in {"token", "verification_code", "phone", "email", "display_name"}
@@ -80,16 +82,77 @@ def test_no_trace_carries_a_secret_a_contact_or_a_raw_volatile_value(path: Path)
             assert value == REDACTED, where
 
 
+#: The upstream OSBP v0.1.0 gallery layout (osbp-dev/osbp, traces/v0.1.0/*.json): each object's keys in
+#: file order, optional ones marked with "?". Keys of ours may sit anywhere in between.
+UPSTREAM_LAYOUT = {
+    "trace": ["osbp_trace_version", "name", "source", "clock", "redaction", "scenario", "idempotency?",
+              "steps"],
+    "scenario": ["id", "title", "claim", "business_type", "modality", "region", "intent", "user_request",
+                 "organization_id", "organization_name", "selection?", "expected"],
+    "region": ["country", "currency", "timezone"],
+    "selection": ["organization_id", "organization_name", "service_id", "service_name", "schedule_id",
+                  "schedule_name", "provider_id", "provider_name", "date", "time"],
+    "expected": ["happy_path", "guardrails"],
+    "step": ["step", "tool", "input", "authorization_gate?", "result", "assert_absent?", "platform_write?"],
+}  # fmt: skip
+UPSTREAM_OUTCOMES = {"booking_created", "no_booking_created", "same_receipt_replayed"}
+UPSTREAM_MODALITIES = {"in_person", "remote"}
+#: The upstream ``clock``: one instant, as JavaScript's toISOString writes it.
+UPSTREAM_CLOCK = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+
+
+def _follows(layout: str, node: dict[str, Any]) -> None:
+    """``node`` has every required key of ``layout``, and the layout's keys it has come in its order."""
+    keys = [key.rstrip("?") for key in UPSTREAM_LAYOUT[layout]]
+    required = [key.rstrip("?") for key in UPSTREAM_LAYOUT[layout] if not key.endswith("?")]
+    assert set(required) <= set(node), (layout, sorted(set(required) - set(node)))
+    assert [key for key in node if key in keys] == [key for key in keys if key in node], layout
+
+
 @pytest.mark.parametrize("path", TRACE_FILES, ids=lambda path: path.stem)
-def test_every_trace_follows_the_gallery_layout_with_our_extras(path: Path):
-    """Issue 5 §2: OSBP v0.1.0 gallery layout, explicit approval steps, aliased audit ids, write markers."""
+def test_every_trace_follows_the_upstream_gallery_layout(path: Path):
+    """OSBP v0.1.0 trace gallery: the upstream files' keys, order and types; our keys only add."""
     trace = json.loads(path.read_text(encoding="utf-8"))
+    _follows("trace", trace)
     assert trace["osbp_trace_version"] == "0.1.0"
+    assert trace["name"] == path.stem
+    assert isinstance(trace["source"], str)
+    assert isinstance(trace["redaction"], str)
+    assert UPSTREAM_CLOCK.fullmatch(trace["clock"]), trace["clock"]
     scenario = trace["scenario"]
-    for key in ("id", "title", "claim", "business_type", "modality", "region", "intent", "user_request",
-                "organization_id", "organization_name", "selection", "expected"):  # fmt: skip
-        assert key in scenario, key
+    _follows("scenario", scenario)
+    _follows("region", scenario["region"])
+    _follows("expected", scenario["expected"])
+    assert scenario["modality"] in UPSTREAM_MODALITIES
+    assert scenario["expected"]["happy_path"] in UPSTREAM_OUTCOMES
+    assert all(isinstance(code, str) for code in scenario["expected"]["guardrails"])
+    if "selection" in scenario:
+        _follows("selection", scenario["selection"])
+    for step in trace["steps"]:
+        _follows("step", step)
+        assert isinstance(step["step"], int)
+        assert isinstance(step["input"], dict)
+        assert isinstance(step["platform_write"], bool)
+        result = step["result"]
+        assert isinstance(result["ok"], bool)
+        assert ("value" if result["ok"] else "problem") in result, step["step"]
+        assert "audit_event_id" not in result, step["step"]
+
+
+@pytest.mark.parametrize("path", TRACE_FILES, ids=lambda path: path.stem)
+def test_every_trace_is_exactly_what_the_trace_model_writes(path: Path):
+    """Platform choice: the Trace model is the format's full description (no key it does not know)."""
+    text = path.read_text(encoding="utf-8")
+    assert dump_trace(load_trace(text)) == text
+
+
+@pytest.mark.parametrize("path", TRACE_FILES, ids=lambda path: path.stem)
+def test_every_trace_carries_our_extras(path: Path):
+    """OSBP spec, Demo Trace: explicit approval steps, aliased audit ids, write markers, the frozen clock."""
+    trace = json.loads(path.read_text(encoding="utf-8"))
+    scenario = trace["scenario"]
     assert trace["audit_event_ids"] == [f"aud_alias_{n}" for n in range(1, len(trace["steps"]) + 1)]
+    assert [step["audit_event_id"] for step in trace["steps"]] == trace["audit_event_ids"]
     for number, step in enumerate(trace["steps"], start=1):
         assert step["step"] == number
         assert "." in step["tool"]
@@ -98,7 +161,7 @@ def test_every_trace_follows_the_gallery_layout_with_our_extras(path: Path):
             upstream = step["audit"]["upstream"]
             assert upstream["call"].startswith("POST /api/organizations/"), f"step {number}"
             assert upstream["request_id"].startswith("req_alias_"), f"step {number}"
-        assert step["audit"]["created_at"] == trace["clock"]["platform_now"].replace("Z", ".000Z")
+        assert step["audit"]["created_at"] == trace["clock"]
         if step["tool"] == "handoff.request" or step["result"].get("osbp_runtime"):
             assert "upstream" not in step["audit"], f"step {number}: answered locally"
         if "upstream" in step["audit"]:
@@ -108,7 +171,7 @@ def test_every_trace_follows_the_gallery_layout_with_our_extras(path: Path):
             upstream = step["audit"]["upstream"]
             assert upstream["call"].endswith("/availability"), f"step {number}"
             assert {"deprecation", "sunset"} <= set(upstream), f"step {number}"
-    if scenario["expected"]["happy_path"]:
+    if scenario["expected"]["happy_path"] != "no_booking_created":
         phases = [step["phase"] for step in trace["steps"]]
         assert "approval_preflight" in phases
         assert "approved_retry" in phases

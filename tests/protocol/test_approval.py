@@ -133,9 +133,140 @@ def test_summary_is_plain_prose_with_every_required_fact() -> None:
 def test_summary_shows_given_and_family_name_when_no_display_name() -> None:
     """Confirmation shows the merchant-visible name so swapped fields are caught (OSBP spec, Customer)."""
     text = build_approval_summary(SERVICE, SLOT, POLICY, Customer(given_name="Lee", family_name="Jane"))
-    assert "customer name: Lee Jane." in text
+    assert "customer name: Lee Jane. Given name: Lee; family name: Jane." in text
     override = build_approval_summary(SERVICE, SLOT, POLICY, CUSTOMER, customer_name="Customer, Jane")
     assert "customer name: Customer, Jane." in override
+
+
+@pytest.mark.parametrize(
+    ("customer", "stated"),
+    [
+        (
+            Customer(display_name="Jane Customer", given_name="Customer", family_name="Jane"),
+            "The merchant will see the customer name: Jane Customer. "
+            "Given name: Customer; family name: Jane.",
+        ),
+        (
+            Customer(display_name="Jane Customer", given_name="Jane"),
+            "The merchant will see the customer name: Jane Customer. "
+            "Given name: Jane; no family name is sent.",
+        ),
+        (
+            Customer(family_name="Customer"),
+            "The merchant will see the customer name: Customer. "
+            "Family name: Customer; no given name is sent.",
+        ),
+    ],
+    ids=["swapped-pair", "given-only", "family-only"],
+)
+def test_summary_states_every_name_field_sent_to_the_platform(customer: Customer, stated: str) -> None:
+    """Display, given and family names sent are all shown: a swap is visible (OSBP spec, booking.create)."""
+    text = build_approval_summary(SERVICE, SLOT, POLICY, customer)
+    assert stated in text
+
+
+def test_summary_with_only_a_display_name_adds_no_name_fields() -> None:
+    """Only the fields actually sent are stated (OSBP spec, booking.create: the merchant-visible name)."""
+    assert "Given name" not in SUMMARY
+    assert "Family name" not in SUMMARY
+    assert "family name" not in SUMMARY
+
+
+def _terms(**policy: Any) -> str:
+    bare = Policy(payment_requirement="none", deposit=Money(amount_minor=0, currency="USD"), **policy)
+    text = build_approval_summary(SERVICE, SLOT, bare)
+    start = text.index("No upfront payment or deposit is required to book.") + len(
+        "No upfront payment or deposit is required to book. "
+    )
+    return text[start : text.index("Once booked, OSBP cannot cancel or change this appointment.")].strip()
+
+
+FEE = Money(amount_minor=2500, currency="USD")
+
+
+@pytest.mark.parametrize(
+    ("policy", "terms"),
+    [
+        (
+            {"cancellation_enabled": True, "cancellation_window": "PT6H"},
+            "Free cancellation with the merchant up to 6 hours before the appointment.",
+        ),
+        (
+            {"cancellation_enabled": True, "cancellation_window": "PT6H", "cancellation_fee": FEE},
+            "Free cancellation with the merchant up to 6 hours before the appointment; "
+            "cancelling later costs a cancellation fee of $25.00.",
+        ),
+        (
+            {"cancellation_enabled": True},
+            "The merchant allows cancellation and reported no deadline or cancellation fee.",
+        ),
+        (
+            {"cancellation_enabled": True, "cancellation_fee": FEE},
+            "The merchant allows cancellation for a cancellation fee of $25.00.",
+        ),
+        (
+            {"cancellation_enabled": False, "cancellation_window": "PT6H"},
+            "The merchant does not allow this booking to be cancelled.",
+        ),
+        (
+            {"cancellation_enabled": False, "cancellation_fee": FEE},
+            "The merchant does not allow this booking to be cancelled; "
+            "it reports a cancellation fee of $25.00.",
+        ),
+        ({}, "The merchant did not report whether this booking can be cancelled."),
+        (
+            {"cancellation_window": "PT90M"},
+            "The merchant did not report whether this booking can be cancelled; "
+            "its cancellation deadline is 1 hour 30 minutes before the appointment.",
+        ),
+        (
+            {"cancellation_window": "PT6H", "cancellation_fee": FEE},
+            "The merchant did not report whether this booking can be cancelled; "
+            "cancelling less than 6 hours before the appointment costs $25.00.",
+        ),
+        (
+            {"cancellation_fee": FEE},
+            "The merchant did not report whether this booking can be cancelled; "
+            "it reports a cancellation fee of $25.00.",
+        ),
+    ],
+    ids=[
+        "enabled-window",
+        "enabled-window-fee",
+        "enabled",
+        "enabled-fee",
+        "disabled-window-ignored",
+        "disabled-fee",
+        "unknown",
+        "unknown-window",
+        "unknown-window-fee",
+        "unknown-fee",
+    ],
+)
+def test_summary_always_states_the_cancellation_terms_in_prose(policy: dict[str, Any], terms: str) -> None:
+    """Cancellation allowed or not, its deadline and any fee, always, as prose (OSBP spec, booking.create)."""
+    stated = _terms(**policy)
+    assert stated.startswith(terms)
+    fee_note = "These fees are set by the merchant; the booking mandate does not limit them."
+    assert (fee_note in stated) == ("cancellation_fee" in policy)
+    for label in ("cancellation_enabled", "cancellation_window", "PT", "True", "False", "None"):
+        assert label not in stated
+
+
+def test_summary_states_the_late_grace_and_the_no_show_fee() -> None:
+    """The late grace period and any no-show fee are part of the terms (OSBP spec, policy.explain)."""
+    stated = _terms(
+        cancellation_enabled=True,
+        cancellation_window="PT6H",
+        late_grace="PT15M",
+        no_show_fee=Money(amount_minor=5000, currency="USD"),
+    )
+    assert stated == (
+        "Free cancellation with the merchant up to 6 hours before the appointment. "
+        "Arriving more than 15 minutes late counts as a no-show. No-show fee: $50.00. "
+        "These fees are set by the merchant; the booking mandate does not limit them."
+    )
+    assert "late" not in _terms(cancellation_enabled=True, cancellation_window="PT6H")
 
 
 def test_summary_describes_deposit_and_cancellation_window() -> None:
@@ -144,13 +275,14 @@ def test_summary_describes_deposit_and_cancellation_window() -> None:
         update={
             "payment_requirement": "deposit",
             "deposit": Money(amount_minor=2000, currency="USD"),
+            "cancellation_enabled": True,
             "cancellation_fee": Money(amount_minor=2500, currency="USD"),
             "cancellation_window": "PT6H",
         }
     )
     text = build_approval_summary(SERVICE, SLOT, policy, CUSTOMER)
     assert "A deposit of $20.00 is required" in text
-    assert "Cancellation fee: $25.00 if cancelled less than 6 hours before the appointment." in text
+    assert "cancelling later costs a cancellation fee of $25.00." in text
 
 
 def test_first_call_is_challenged_with_summary_then_exact_token_instruction(gate: ApprovalGate) -> None:
