@@ -1,6 +1,12 @@
-"""The platform application: FastAPI routes behind the platform edge, problem+json for every error."""
+"""The platform application: FastAPI routes behind the platform edge, problem+json for every error.
+
+Routes and the service functions under them raise `ProblemError` for an expected refusal; it is rendered
+here, once, like FastAPI's own validation and HTTP errors.
+"""
 
 from __future__ import annotations
+
+from typing import cast
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -9,7 +15,7 @@ from starlette.responses import Response
 
 from osbp.backend.api import ROUTERS
 from osbp.backend.headers import PLATFORM_SERVER, PlatformEdge
-from osbp.backend.problems import Problem, problem_response
+from osbp.backend.problems import Problem, ProblemError, problem_response
 from osbp.backend.runtime import Runtime
 from osbp.backend.settings import BackendSettings
 from osbp.backend.testing_api import router as testing_router
@@ -32,6 +38,11 @@ async def _validation_problem(_request: Request, error: Exception) -> Response:
     ]
     summary = "; ".join(f"{item['field']}: {item['message']}" for item in details[:3]) or "invalid request"
     return problem_response(Problem("invalid_request", summary, {"errors": details}))
+
+
+async def _raised_problem(_request: Request, error: Exception) -> Response:
+    # Registered for ProblemError only; Starlette types every handler's error as Exception.
+    return problem_response(cast(ProblemError, error).problem)
 
 
 async def _http_problem(_request: Request, error: Exception) -> Response:
@@ -68,6 +79,7 @@ def create_app(
         """Liveness for container health checks (on the event loop: it touches nothing that blocks)."""
         return {"status": "ok"}
 
+    app.add_exception_handler(ProblemError, _raised_problem)
     app.add_exception_handler(RequestValidationError, _validation_problem)
     app.add_exception_handler(StarletteHTTPException, _http_problem)
     app.add_middleware(PlatformEdge, runtime=runtime)

@@ -1,10 +1,11 @@
-"""Appointments: the atomic, idempotent create, reads, cancel and no-show.
+"""Appointments: the atomic, idempotent create, reads, and the status transitions cancel and no-show.
 
 The create runs inside one `BEGIN IMMEDIATE` transaction: it resolves the ids, checks eligibility,
 verification and the slot (including the provider's overlapping active appointments), and inserts, so
 no other writer can slip in between check and insert. The partial unique index on (provider, start) is
 the backstop: if it ever fires, the answer is still 409 `slot_taken`. The platform never double-sells a
-provider's time.
+provider's time. A refused create commits only what its checks recorded (a wrong verification code's
+attempt) and the release of its Idempotency-Key.
 """
 
 from __future__ import annotations
@@ -23,18 +24,18 @@ from osbp.backend.catalog import (
     get_organization,
     get_provider,
     get_service,
-    in_organization,
+    not_found,
     service_price,
 )
 from osbp.backend.contacts import check_email, check_phone
 from osbp.backend.db import Database
-from osbp.backend.models import Appointment, Customer, Service, VerificationChallenge
-from osbp.backend.problems import Problem
+from osbp.backend.models import Appointment, Customer, Organization, Service, VerificationChallenge
+from osbp.backend.problems import ProblemError
 from osbp.backend.tokens import TokenSource
 from osbp.backend.verification import check_code
 from osbp.backend.wire import AppointmentCreate, AppointmentOut, CustomerOut
 
-__all__ = ["Created", "appointment_out", "cancel", "create", "get", "mark_no_show"]
+__all__ = ["CANCEL", "NO_SHOW", "Created", "Transition", "appointment_out", "change_status", "create", "get"]
 
 
 @dataclass(frozen=True)
@@ -54,29 +55,31 @@ def create(
     request: AppointmentCreate,
     now: datetime,
     tokens: TokenSource,
-) -> Created | Problem:
-    """Create an appointment exactly once per Idempotency-Key, or say why not."""
+) -> Created:
+    """Create an appointment exactly once per Idempotency-Key, or raise why not."""
     digest = idempotency.fingerprint(request.model_dump(mode="json"))
     with db.write() as session:
         claimed = idempotency.claim(session, organization_id=organization_id, key=key, digest=digest, now=now)
-    if isinstance(claimed, Problem):
-        return claimed
     if isinstance(claimed, idempotency.Replay):
         return Created(body=claimed.body, replayed=True, status_code=claimed.status_code)
     try:
-        with db.write() as session:
-            outcome = _create_locked(
-                session, organization_id=organization_id, request=request, now=now, tokens=tokens
-            )
-            if isinstance(outcome, Problem):
+        # A refusal commits, with the key's release, what the checks recorded before it.
+        with db.write(commit_on=(ProblemError,)) as session:
+            try:
+                outcome = _create_locked(
+                    session, organization_id=organization_id, request=request, now=now, tokens=tokens
+                )
+            except ProblemError:
                 idempotency.release(session, organization_id=organization_id, key=key)
-                return outcome
+                raise
             body = outcome.model_dump(mode="json")
             idempotency.store(session, organization_id=organization_id, key=key, status_code=201, body=body)
         return Created(body=body, replayed=False)
+    except ProblemError:
+        raise
     except IntegrityError:
         _release(db, organization_id, key)
-        return Problem("slot_taken", "The provider's time was booked by a concurrent request.")
+        raise ProblemError("slot_taken", "The provider's time was booked by a concurrent request.") from None
     except BaseException:
         _release(db, organization_id, key)
         raise
@@ -89,38 +92,25 @@ def _release(db: Database, organization_id: str, key: str) -> None:
 
 def _create_locked(
     session: Session, *, organization_id: str, request: AppointmentCreate, now: datetime, tokens: TokenSource
-) -> AppointmentOut | Problem:
+) -> AppointmentOut:
     organization = get_organization(session, organization_id)
-    if isinstance(organization, Problem):
-        return organization
     service = get_service(session, organization_id, request.service_id)
-    if isinstance(service, Problem):
-        return service
     location = get_location(session, organization_id, request.location_id)
-    if isinstance(location, Problem):
-        return location
     provider = get_provider(session, organization_id, request.provider_id)
-    if isinstance(provider, Problem):
-        return provider
     if not eligible(service, location, provider):
-        return Problem(
+        raise ProblemError(
             "provider_not_eligible", f"Provider {provider.id} does not offer {service.id} at {location.id}."
         )
-    contacts = _contacts(request)
-    if isinstance(contacts, Problem):
-        return contacts
-    phone, email = contacts
+    phone, email = _contacts(request)
     challenge = _verify(
         session,
         service=service,
-        organization_id=organization_id,
+        organization=organization,
         phone=phone,
         email=email,
         code=request.verification_code,
         now=now,
     )
-    if isinstance(challenge, Problem):
-        return challenge
     opening = check_bookable(
         session,
         organization=organization,
@@ -131,8 +121,6 @@ def _create_locked(
         start=time.fromisoformat(request.time),
         now=now,
     )
-    if isinstance(opening, Problem):
-        return opening
     customer = _customer(session, organization_id, request, phone, email, tokens)
     appointment = Appointment(
         id=tokens.hex_id("apt"),
@@ -171,20 +159,14 @@ def _create_locked(
     return appointment_out(appointment, service, now)
 
 
-def _contacts(request: AppointmentCreate) -> tuple[str | None, str | None] | Problem:
+def _contacts(request: AppointmentCreate) -> tuple[str | None, str | None]:
     phone = email = None
     if request.customer.phone is not None:
-        checked = check_phone(request.customer.phone, "customer.phone")
-        if isinstance(checked, Problem):
-            return checked
-        phone = checked
+        phone = check_phone(request.customer.phone, "customer.phone")
     if request.customer.email is not None:
-        checked = check_email(request.customer.email, "customer.email")
-        if isinstance(checked, Problem):
-            return checked
-        email = checked
+        email = check_email(request.customer.email, "customer.email")
     if phone is None and email is None:
-        return Problem(
+        raise ProblemError(
             "invalid_contact", "customer.phone or customer.email is required.", {"field": "customer.phone"}
         )
     return phone, email
@@ -194,31 +176,28 @@ def _verify(
     session: Session,
     *,
     service: Service,
-    organization_id: str,
+    organization: Organization,
     phone: str | None,
     email: str | None,
     code: str | None,
     now: datetime,
-) -> VerificationChallenge | Problem | None:
+) -> VerificationChallenge | None:
     if service.verification == "none":
         return None
     contact, field = (phone, "customer.phone") if service.verification == "sms" else (email, "customer.email")
     if contact is None:
-        return Problem(
+        raise ProblemError(
             "invalid_contact",
             f"{field} is required: this service verifies by {service.verification}.",
             {"field": field},
         )
     if code is None:
-        return Problem(
+        raise ProblemError(
             "requires_verification",
             f"This service requires {service.verification} verification: send a code, then "
             "repeat the create with verification_code.",
             {"channel": service.verification},
         )
-    organization = get_organization(session, organization_id)
-    if isinstance(organization, Problem):
-        return organization
     return check_code(session, organization=organization, contact=contact, code=code, now=now)
 
 
@@ -249,10 +228,7 @@ def _customer(
 
 
 def appointment_out(appointment: Appointment, service: Service, now: datetime) -> AppointmentOut:
-    """The native appointment document (a confirmed appointment whose end has passed is `completed`)."""
-    status = appointment.status
-    if status == "confirmed" and appointment.ends_utc <= now.timestamp():
-        status = "completed"
+    """The native appointment document, with its status at `now` (see `native_status`)."""
     price = service_price(service).model_copy(
         update={"amount": appointment.price_amount, "currency": appointment.currency}
     )
@@ -260,7 +236,7 @@ def appointment_out(appointment: Appointment, service: Service, now: datetime) -
         {
             "id": appointment.id,
             "organization_id": appointment.organization_id,
-            "status": status,
+            "status": native_status(appointment, now),
             "service_id": appointment.service_id,
             "service_name": service.name,
             "location_id": appointment.location_id,
@@ -286,63 +262,64 @@ def appointment_out(appointment: Appointment, service: Service, now: datetime) -
     )
 
 
-def _find(
-    session: Session, organization_id: str, appointment_id: str
-) -> tuple[Appointment, Service] | Problem:
+def native_status(appointment: Appointment, now: datetime) -> str:
+    """The status at `now`: a confirmed appointment whose end has passed is `completed`."""
+    if appointment.status == "confirmed" and appointment.ends_utc <= now.timestamp():
+        return "completed"
+    return appointment.status
+
+
+def _find(session: Session, organization_id: str, appointment_id: str) -> tuple[Appointment, Service]:
     appointment = session.get(Appointment, appointment_id)
     if appointment is None or appointment.organization_id != organization_id:
         detail = f"No appointment {appointment_id!r} at {organization_id!r}."
-        return in_organization(session, organization_id, Problem("appointment_not_found", detail))
-    service = get_service(session, organization_id, appointment.service_id)
-    if isinstance(service, Problem):
-        return service
-    return appointment, service
+        raise not_found(session, organization_id, "appointment_not_found", detail)
+    return appointment, get_service(session, organization_id, appointment.service_id)
 
 
-def get(
-    db: Database, *, organization_id: str, appointment_id: str, now: datetime
-) -> AppointmentOut | Problem:
+def get(db: Database, *, organization_id: str, appointment_id: str, now: datetime) -> AppointmentOut:
     """Read one appointment."""
     with db.read() as session:
-        found = _find(session, organization_id, appointment_id)
-        if isinstance(found, Problem):
-            return found
-        return appointment_out(*found, now)
+        return appointment_out(*_find(session, organization_id, appointment_id), now)
 
 
-def cancel(
-    db: Database, *, organization_id: str, appointment_id: str, now: datetime
-) -> AppointmentOut | Problem:
-    """Cancel a pending or upcoming confirmed appointment, freeing the provider's time."""
+@dataclass(frozen=True)
+class Transition:
+    """A status change and when it is allowed: from which statuses at `now`, and whether after the start."""
+
+    target: str
+    from_statuses: tuple[str, ...]
+    after_start: bool
+    #: The refusal's detail; ``{status}`` is the appointment's status at `now`.
+    refusal: str
+
+
+#: Cancel a pending appointment, or a confirmed one that has not ended, freeing the provider's time.
+CANCEL = Transition(
+    target="cancelled",
+    from_statuses=("pending", "confirmed"),
+    after_start=False,
+    refusal="The appointment is {status}; it cannot be cancelled.",
+)
+#: The merchant marks a confirmed appointment (ended or not) that has started as a no-show.
+NO_SHOW = Transition(
+    target="no_show",
+    from_statuses=("confirmed", "completed"),
+    after_start=True,
+    refusal="Only a confirmed appointment that has started can be marked a no-show.",
+)
+
+
+def change_status(
+    db: Database, *, organization_id: str, appointment_id: str, transition: Transition, now: datetime
+) -> AppointmentOut:
+    """Move the appointment to `transition.target`, or 409 `appointment_not_cancellable`."""
     with db.write() as session:
-        found = _find(session, organization_id, appointment_id)
-        if isinstance(found, Problem):
-            return found
-        appointment, service = found
-        current = appointment_out(appointment, service, now).status
-        if current not in ("pending", "confirmed"):
-            return Problem(
-                "appointment_not_cancellable", f"The appointment is {current}; it cannot be cancelled."
-            )
-        appointment.status = "cancelled"
-        session.add(appointment)
-        return appointment_out(appointment, service, now)
-
-
-def mark_no_show(
-    db: Database, *, organization_id: str, appointment_id: str, now: datetime
-) -> AppointmentOut | Problem:
-    """The merchant marks a started confirmed appointment as a no-show."""
-    with db.write() as session:
-        found = _find(session, organization_id, appointment_id)
-        if isinstance(found, Problem):
-            return found
-        appointment, service = found
-        if appointment.status != "confirmed" or appointment.starts_utc > now.timestamp():
-            return Problem(
-                "appointment_not_cancellable",
-                "Only a confirmed appointment that has started can be marked a no-show.",
-            )
-        appointment.status = "no_show"
+        appointment, service = _find(session, organization_id, appointment_id)
+        status = native_status(appointment, now)
+        started = appointment.starts_utc <= now.timestamp()
+        if status not in transition.from_statuses or (transition.after_start and not started):
+            raise ProblemError("appointment_not_cancellable", transition.refusal.format(status=status))
+        appointment.status = transition.target
         session.add(appointment)
         return appointment_out(appointment, service, now)

@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 from sqlmodel import Session, col, select
 
 from osbp.backend.models import ACTIVE_STATUSES, Appointment, Location, Organization, Provider, Service
-from osbp.backend.problems import Problem
+from osbp.backend.problems import ProblemError
 from osbp.backend.tz import zone
 
 __all__ = [
@@ -197,33 +197,35 @@ def check_bookable(
     day: date,
     start: time,
     now: datetime,
-) -> Opening | Problem:
+) -> Opening:
     """The opening for this exact request, or why it cannot be booked (422, 409 unavailable/taken)."""
     if not eligible(service, location, provider):
-        return Problem(
+        raise ProblemError(
             "provider_not_eligible",
             f"Provider {provider.id} does not offer {service.id} at {location.id}.",
         )
     wanted = datetime.combine(day, start)
     tz = zone(location.time_zone)
     if to_instant(wanted, tz) is None:
-        return Problem("slot_unavailable", f"{wanted:%Y-%m-%d %H:%M} does not exist in {location.time_zone}.")
+        raise ProblemError(
+            "slot_unavailable", f"{wanted:%Y-%m-%d %H:%M} does not exist in {location.time_zone}."
+        )
     openings = local_openings(
         location.hours, tz, day, organization.slot_interval_minutes, service.duration_minutes
     )
     opening = next((item for item in openings if item.local_start == wanted), None)
     if opening is None:
-        return Problem(
+        raise ProblemError(
             "slot_unavailable",
             f"{wanted:%Y-%m-%d %H:%M} is not an offered start for {service.id} at {location.id} "
             "(closed, outside opening hours, or off the slot grid).",
         )
     if opening.start_utc <= now.timestamp():
-        return Problem("slot_unavailable", f"{wanted:%Y-%m-%d %H:%M} is in the past.")
+        raise ProblemError("slot_unavailable", f"{wanted:%Y-%m-%d %H:%M} is in the past.")
     if not organization.parallel_bookings:
         busy = busy_intervals(session, [provider.id], opening.start_utc, opening.end_utc)
         if _overlaps(opening, busy[provider.id]):
-            return Problem(
+            raise ProblemError(
                 "slot_taken",
                 f"Provider {provider.id} already has an appointment overlapping {wanted:%Y-%m-%d %H:%M}.",
             )

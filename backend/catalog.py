@@ -1,16 +1,15 @@
 """The catalog: organizations, locations, providers and services, looked up by id and rendered natively.
 
-A lookup of an id that does not exist, or belongs to another organization, is a 404 `Problem`.
+A lookup of an id that does not exist, or belongs to another organization, raises a 404 `ProblemError`
+(`organization_not_found` when the organization itself is unknown).
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from sqlmodel import Session, col, select
 
 from osbp.backend.models import Location, Organization, Provider, Service
-from osbp.backend.problems import Problem
+from osbp.backend.problems import ProblemError
 from osbp.backend.wire import (
     Address,
     CancellationOut,
@@ -27,16 +26,14 @@ from osbp.backend.wire import (
     ServiceOut,
 )
 
-T = TypeVar("T")
-
 __all__ = [
     "fixed_price",
     "get_location",
     "get_organization",
     "get_provider",
     "get_service",
-    "in_organization",
     "locations_of",
+    "not_found",
     "organization_out",
     "organization_summary",
     "providers_of",
@@ -46,48 +43,48 @@ __all__ = [
 ]
 
 
-def get_organization(session: Session, organization_id: str) -> Organization | Problem:
+def get_organization(session: Session, organization_id: str) -> Organization:
     """The organization, or 404 `organization_not_found`."""
     found = session.get(Organization, organization_id)
     if found is None:
-        return Problem("organization_not_found", f"No organization {organization_id!r}.")
+        raise ProblemError("organization_not_found", f"No organization {organization_id!r}.")
     return found
 
 
-def get_service(session: Session, organization_id: str, service_id: str) -> Service | Problem:
+def not_found(session: Session, organization_id: str, code: str, detail: str) -> ProblemError:
+    """The 404 for an id missing under an organization: `organization_not_found` if that is unknown too.
+
+    Lets a lookup go straight to the record and pay for the organization lookup only on a miss: a record
+    found under the organization proves the organization exists (foreign key).
+    """
+    get_organization(session, organization_id)
+    return ProblemError(code, detail)
+
+
+def get_service(session: Session, organization_id: str, service_id: str) -> Service:
     """The organization's service, or 404 `service_not_found`."""
     found = session.get(Service, service_id)
     if found is None or found.organization_id != organization_id:
-        return Problem("service_not_found", f"No service {service_id!r} at {organization_id!r}.")
+        detail = f"No service {service_id!r} at {organization_id!r}."
+        raise not_found(session, organization_id, "service_not_found", detail)
     return found
 
 
-def in_organization(session: Session, organization_id: str, found: T | Problem) -> T | Problem:
-    """``found``, unless the miss is really an unknown organization (then 404 `organization_not_found`).
-
-    Lets a route look up an organization's record directly and pay for the organization lookup only
-    on a miss: a record found under the organization proves the organization exists (foreign key).
-    """
-    if isinstance(found, Problem):
-        organization = get_organization(session, organization_id)
-        if isinstance(organization, Problem):
-            return organization
-    return found
-
-
-def get_location(session: Session, organization_id: str, location_id: str) -> Location | Problem:
+def get_location(session: Session, organization_id: str, location_id: str) -> Location:
     """The organization's location, or 404 `location_not_found`."""
     found = session.get(Location, location_id)
     if found is None or found.organization_id != organization_id:
-        return Problem("location_not_found", f"No location {location_id!r} at {organization_id!r}.")
+        detail = f"No location {location_id!r} at {organization_id!r}."
+        raise not_found(session, organization_id, "location_not_found", detail)
     return found
 
 
-def get_provider(session: Session, organization_id: str, provider_id: str) -> Provider | Problem:
+def get_provider(session: Session, organization_id: str, provider_id: str) -> Provider:
     """The organization's provider, or 404 `provider_not_found`."""
     found = session.get(Provider, provider_id)
     if found is None or found.organization_id != organization_id:
-        return Problem("provider_not_found", f"No provider {provider_id!r} at {organization_id!r}.")
+        detail = f"No provider {provider_id!r} at {organization_id!r}."
+        raise not_found(session, organization_id, "provider_not_found", detail)
     return found
 
 

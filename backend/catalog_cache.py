@@ -17,8 +17,6 @@ from collections.abc import Callable
 from sqlalchemy import Connection, text
 from sqlmodel import Session
 
-from osbp.backend.problems import Problem
-
 __all__ = ["CATALOG_TABLES", "CatalogCache", "catalog_revision", "install_catalog_revision"]
 
 #: The tables whose rows make up catalog answers.
@@ -66,12 +64,10 @@ class CatalogCache:
         self._revision: int | None = None
         self._bodies: dict[tuple[str, ...], bytes] = {}
 
-    def get_or_render(
-        self, revision: int, key: tuple[str, ...], render: Callable[[], bytes | Problem]
-    ) -> bytes | Problem:
+    def get_or_render(self, revision: int, key: tuple[str, ...], render: Callable[[], bytes]) -> bytes:
         """The body for ``key`` at ``revision``: reused when rendered at it, else ``render()``ed and kept.
 
-        A Problem from ``render`` (an unknown id) is passed through and never kept.
+        A refusal raised by ``render`` (an unknown id) propagates, and nothing is kept.
         """
         with self._lock:
             if self._revision != revision:
@@ -81,9 +77,8 @@ class CatalogCache:
         if found is not None:
             return found
         body = render()
-        if isinstance(body, bytes):
-            with self._lock:
-                # A reader on an older snapshot must not plant its answer in a newer revision's cache.
-                if self._revision == revision:
-                    self._bodies[key] = body
+        with self._lock:
+            # A reader on an older snapshot must not plant its answer in a newer revision's cache.
+            if self._revision == revision:
+                self._bodies[key] = body
         return body

@@ -10,13 +10,13 @@ from __future__ import annotations
 import phonenumbers
 from email_validator import EmailNotValidError, validate_email
 
-from osbp.backend.problems import Problem
+from osbp.backend.problems import ProblemError
 
 __all__ = ["check_email", "check_phone", "mask"]
 
 
-def check_phone(value: str, field: str) -> str | Problem:
-    """The number unchanged if it is E.164, else an `invalid_contact` problem naming `field`."""
+def check_phone(value: str, field: str) -> str:
+    """The number unchanged if it is E.164, else 400 `invalid_contact` naming `field`."""
     try:
         number = phonenumbers.parse(value, None)
     except phonenumbers.NumberParseException:
@@ -26,7 +26,7 @@ def check_phone(value: str, field: str) -> str | Problem:
         or not phonenumbers.is_possible_number(number)
         or phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164) != value
     ):
-        return Problem(
+        raise ProblemError(
             "invalid_contact",
             f"{field} must be an E.164 phone number such as +12125550100.",
             {"field": field},
@@ -34,14 +34,14 @@ def check_phone(value: str, field: str) -> str | Problem:
     return value
 
 
-def check_email(value: str, field: str) -> str | Problem:
-    """The normalized address if it is well formed, else an `invalid_contact` problem naming `field`."""
+def check_email(value: str, field: str) -> str:
+    """The normalized address if it is well formed, else 400 `invalid_contact` naming `field`."""
     try:
         result = validate_email(value, check_deliverability=False)
     except EmailNotValidError:
-        return Problem(
+        raise ProblemError(
             "invalid_contact", f"{field} must be an email address such as jane@example.com.", {"field": field}
-        )
+        ) from None
     return str(result.normalized)
 
 

@@ -71,11 +71,19 @@ class Database:
             yield session
 
     @contextmanager
-    def write(self) -> Iterator[Session]:
-        """A write transaction opened with BEGIN IMMEDIATE: committed on success, rolled back on error."""
+    def write(self, *, commit_on: tuple[type[BaseException], ...] = ()) -> Iterator[Session]:
+        """A write transaction opened with BEGIN IMMEDIATE: committed on success, rolled back on error.
+
+        An exception of a `commit_on` type commits what the transaction wrote before it, then propagates:
+        for a refusal that must keep its own record (a wrong verification code counts an attempt).
+        """
         with self._guard(), Session(self._writer, expire_on_commit=False) as session:
             try:
-                yield session
+                try:
+                    yield session
+                except commit_on:
+                    session.commit()
+                    raise
                 session.commit()
             except BaseException:
                 session.rollback()

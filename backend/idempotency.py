@@ -17,7 +17,7 @@ from typing import Any
 from sqlmodel import Session
 
 from osbp.backend.models import IdempotencyRecord
-from osbp.backend.problems import Problem
+from osbp.backend.problems import ProblemError
 
 __all__ = ["RETENTION_SECONDS", "Claimed", "Replay", "claim", "fingerprint", "parse_key", "release", "store"]
 
@@ -37,15 +37,19 @@ class Replay:
     body: dict[str, Any]
 
 
-def parse_key(header: str | None) -> str | Problem:
-    """The key from the header (an RFC 8941 quoted string is unquoted), or `idempotency_key_missing`."""
+def parse_key(header: str | None) -> str:
+    """The key from the header (an RFC 8941 quoted string is unquoted), or 400 `idempotency_key_missing`."""
     if header is None:
-        return Problem("idempotency_key_missing", "Appointment creates require an Idempotency-Key header.")
+        raise ProblemError(
+            "idempotency_key_missing", "Appointment creates require an Idempotency-Key header."
+        )
     value = header.strip()
     if len(value) >= 2 and value[0] == value[-1] == '"':
         value = value[1:-1]
     if not 1 <= len(value) <= 255 or not all(33 <= ord(char) <= 126 for char in value):
-        return Problem("idempotency_key_missing", "Idempotency-Key must be 1-255 visible ASCII characters.")
+        raise ProblemError(
+            "idempotency_key_missing", "Idempotency-Key must be 1-255 visible ASCII characters."
+        )
     return value
 
 
@@ -57,8 +61,11 @@ def fingerprint(payload: dict[str, Any]) -> str:
 
 def claim(
     session: Session, *, organization_id: str, key: str, digest: str, now: datetime
-) -> Claimed | Replay | Problem:
-    """Claim the key for this request, or report a replay, a mismatch (422) or an in-flight twin (409)."""
+) -> Claimed | Replay:
+    """Claim the key for this request or report a replay; refuse a mismatch (422) or an in-flight twin (409).
+
+    A refusal writes nothing, so its transaction has nothing to keep.
+    """
     record = session.get(IdempotencyRecord, (organization_id, key))
     epoch = int(now.timestamp())
     if record is not None and record.created_utc <= epoch - RETENTION_SECONDS:
@@ -77,11 +84,11 @@ def claim(
         )
         return Claimed()
     if record.fingerprint != digest:
-        return Problem(
+        raise ProblemError(
             "idempotency_key_reused", "This Idempotency-Key was already used with a different request body."
         )
     if record.state == "in_flight":
-        return Problem(
+        raise ProblemError(
             "idempotency_key_in_use",
             "A request with this Idempotency-Key is still being processed; retry shortly.",
             headers={"Retry-After": "1"},

@@ -1,12 +1,15 @@
-"""Problems: every expected refusal as a value, rendered as RFC 9457 `application/problem+json`.
+"""Problems: every expected refusal, rendered as RFC 9457 `application/problem+json`.
 
-Service functions return a `Problem`; the edge (routes, middleware, exception handlers) renders it. The
-shape is always type, title, status, detail, code, request_id, plus the listed extension members.
+Service functions and routes `raise ProblemError(code, detail, ...)`; the app's exception handler renders
+its `Problem` once (the edge middleware renders the few it makes itself). The status and title come from
+the code (`TITLES`); the shape is always type, title, status, detail, code, request_id, plus the listed
+extension members.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +17,7 @@ from starlette.responses import Response
 
 from osbp.backend.logs import current_request_id
 
-__all__ = ["PROBLEM_BASE", "PROBLEM_MEDIA_TYPE", "TITLES", "Problem", "problem_response"]
+__all__ = ["PROBLEM_BASE", "PROBLEM_MEDIA_TYPE", "TITLES", "Problem", "ProblemError", "problem_response"]
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEM_BASE = "https://developer.bookwell.example/problems/"
@@ -76,6 +79,37 @@ class Problem:
             document["request_id"] = request_id
         document.update(self.extras)
         return document
+
+
+class ProblemError(Exception):
+    """An expected refusal raised inside the platform; the app's exception handler renders `problem`.
+
+    The status is the code's (`TITLES`), so a raise names only the code, the detail and any extension
+    members or headers (`Retry-After`).
+    """
+
+    def __init__(
+        self,
+        code: str,
+        detail: str,
+        extras: Mapping[str, Any] | None = None,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if code not in TITLES:
+            raise ValueError(f"unknown problem code {code!r}")
+        super().__init__(f"{code}: {detail}")
+        self.problem = Problem(code, detail, dict(extras or {}), dict(headers or {}))
+
+    @classmethod
+    def of(cls, problem: Problem) -> ProblemError:
+        """A fresh error carrying a prepared `problem`."""
+        return cls(problem.code, problem.detail, problem.extras, headers=problem.headers)
+
+    @property
+    def code(self) -> str:
+        """The problem's machine code."""
+        return self.problem.code
 
 
 def problem_response(problem: Problem) -> Response:

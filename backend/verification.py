@@ -17,7 +17,7 @@ from sqlmodel import Session, col, func, select
 
 from osbp.backend.contacts import check_email, check_phone, mask
 from osbp.backend.models import Organization, OutboxMessage, VerificationChallenge
-from osbp.backend.problems import Problem
+from osbp.backend.problems import ProblemError
 from osbp.backend.tokens import TokenSource
 from osbp.backend.wire import VerificationOut, VerificationSend
 
@@ -46,19 +46,17 @@ def send_code(
     tokens: TokenSource,
     send_limit: int,
     send_window_seconds: int,
-) -> VerificationOut | Problem:
-    """Issue a challenge and write its message to the outbox, or say why not."""
+) -> VerificationOut:
+    """Issue a challenge and write its message to the outbox, or refuse before writing anything."""
     if request.purpose != purpose_for(organization.id):
-        return Problem("invalid_purpose", f"purpose must be {purpose_for(organization.id)!r}.")
+        raise ProblemError("invalid_purpose", f"purpose must be {purpose_for(organization.id)!r}.")
     channel = request.channel or ("sms" if request.phone else "email")
     raw = request.phone if channel == "sms" else request.email
     if raw is None:
-        return Problem(
+        raise ProblemError(
             "invalid_contact", f"{channel} verification needs {_field(channel)}.", {"field": _field(channel)}
         )
     contact = check_phone(raw, "phone") if channel == "sms" else check_email(raw, "email")
-    if isinstance(contact, Problem):
-        return contact
     epoch = int(now.timestamp())
     if not organization.verification_sandbox:
         recent = session.exec(
@@ -71,7 +69,7 @@ def send_code(
             )
         ).one()
         if recent >= send_limit:
-            return Problem(
+            raise ProblemError(
                 "verification_send_limited",
                 "Too many verification messages to this contact; try again later.",
                 headers={"Retry-After": str(send_window_seconds)},
@@ -116,30 +114,30 @@ def send_code(
 
 def check_code(
     session: Session, *, organization: Organization, contact: str, code: str, now: datetime
-) -> VerificationChallenge | Problem:
-    """The matching open challenge (for the caller to consume), or `verification_failed` with a reason.
+) -> VerificationChallenge:
+    """The matching open challenge (for the caller to consume), or 400 `verification_failed` with a reason.
 
-    A wrong code counts an attempt, and the fifth wrong attempt locks the challenge; the caller's
-    transaction must commit even when this returns a problem.
+    A wrong code counts an attempt, and the fifth wrong attempt locks the challenge, before the refusal is
+    raised: the caller's transaction must commit on that `ProblemError` (`Database.write(commit_on=...)`).
     """
     latest = next(iter(_challenges(session, organization.id, contact, states=("open", "locked"))), None)
     if latest is None:
-        return _failed("no_challenge", "No verification code was sent to this contact; send one first.")
+        raise _failed("no_challenge", "No verification code was sent to this contact; send one first.")
     if latest.state == "locked":
-        return _failed("locked", "Too many wrong codes; send a new code.")
+        raise _failed("locked", "Too many wrong codes; send a new code.")
     if latest.expires_utc <= now.timestamp():
-        return _failed("expired", "The verification code expired; send a new code.")
+        raise _failed("expired", "The verification code expired; send a new code.")
     if not hmac.compare_digest(latest.code_hash, _hash(latest.id, code)):
         latest.attempts += 1
         if latest.attempts >= MAX_ATTEMPTS:
             latest.state = "locked"
         session.add(latest)
-        return _failed("mismatch", "The verification code is not correct.")
+        raise _failed("mismatch", "The verification code is not correct.")
     return latest
 
 
-def _failed(reason: str, detail: str) -> Problem:
-    return Problem("verification_failed", detail, {"reason": reason})
+def _failed(reason: str, detail: str) -> ProblemError:
+    return ProblemError("verification_failed", detail, {"reason": reason})
 
 
 def _field(channel: str) -> str:

@@ -16,14 +16,15 @@ from starlette.responses import JSONResponse, Response
 from osbp.backend import appointments
 from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses, version_pin
 from osbp.backend.idempotency import parse_key
-from osbp.backend.problems import Problem, problem_response
+from osbp.backend.problems import Problem, ProblemError
+from osbp.backend.runtime import Runtime
 from osbp.backend.wire import AppointmentCreate, AppointmentOut
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api", tags=["appointments"], dependencies=[Depends(version_pin)])
 
-_ARMED_DETAIL = {
+_ARMED_DETAIL: dict[str, Problem] = {
     "slot_taken": Problem("slot_taken", "The selected time was just booked by someone else."),
     "rate_limited": Problem(
         "rate_limited", "Too many booking attempts; retry shortly.", headers={"Retry-After": "1"}
@@ -72,11 +73,9 @@ def create_appointment(
 ) -> Response:
     """Book a slot atomically (exactly once per Idempotency-Key)."""
     key = parse_key(idempotency_key)
-    if isinstance(key, Problem):
-        return problem_response(key)
     armed = runtime.take_armed(organization_id)
     if armed is not None:
-        return problem_response(_ARMED_DETAIL[armed])
+        raise ProblemError.of(_ARMED_DETAIL[armed])
     outcome = appointments.create(
         runtime.db,
         organization_id=organization_id,
@@ -85,8 +84,6 @@ def create_appointment(
         now=runtime.clock.now(),
         tokens=runtime.tokens,
     )
-    if isinstance(outcome, Problem):
-        return problem_response(outcome)
     headers = {"Location": _path(organization_id, str(outcome.body.get("id", "")))}
     if outcome.replayed:
         headers["Idempotent-Replayed"] = "true"
@@ -103,34 +100,42 @@ async def read_appointment(organization_id: str, appointment_id: str, runtime: R
     found = appointments.get(
         runtime.db, organization_id=organization_id, appointment_id=appointment_id, now=runtime.clock.now()
     )
-    return problem_response(found) if isinstance(found, Problem) else model_response(found)
+    return model_response(found)
+
+
+_TRANSITION_PROBLEMS = problem_responses(
+    "organization_not_found", "appointment_not_found", "appointment_not_cancellable"
+)
 
 
 @router.post(
     "/organizations/{organization_id}/appointments/{appointment_id}/cancel",
     response_model=AppointmentOut,
-    responses=problem_responses(
-        "organization_not_found", "appointment_not_found", "appointment_not_cancellable"
-    ),
+    responses=_TRANSITION_PROBLEMS,
 )
 def cancel_appointment(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
     """Cancel a pending or upcoming appointment (frees the provider's time)."""
-    done = appointments.cancel(
-        runtime.db, organization_id=organization_id, appointment_id=appointment_id, now=runtime.clock.now()
-    )
-    return problem_response(done) if isinstance(done, Problem) else model_response(done)
+    return _change_status(runtime, organization_id, appointment_id, appointments.CANCEL)
 
 
 @router.post(
     "/organizations/{organization_id}/appointments/{appointment_id}/no-show",
     response_model=AppointmentOut,
-    responses=problem_responses(
-        "organization_not_found", "appointment_not_found", "appointment_not_cancellable"
-    ),
+    responses=_TRANSITION_PROBLEMS,
 )
 def mark_no_show(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
     """The merchant marks a started appointment as a no-show."""
-    done = appointments.mark_no_show(
-        runtime.db, organization_id=organization_id, appointment_id=appointment_id, now=runtime.clock.now()
+    return _change_status(runtime, organization_id, appointment_id, appointments.NO_SHOW)
+
+
+def _change_status(
+    runtime: Runtime, organization_id: str, appointment_id: str, transition: appointments.Transition
+) -> Response:
+    changed = appointments.change_status(
+        runtime.db,
+        organization_id=organization_id,
+        appointment_id=appointment_id,
+        transition=transition,
+        now=runtime.clock.now(),
     )
-    return problem_response(done) if isinstance(done, Problem) else model_response(done)
+    return model_response(changed)

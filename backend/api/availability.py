@@ -25,7 +25,7 @@ from osbp.backend.catalog import (
     providers_of,
     service_price,
 )
-from osbp.backend.problems import Problem, problem_response
+from osbp.backend.problems import ProblemError
 from osbp.backend.wire import DATE_PATTERN, AvailabilityOut, SlotOut
 
 __all__ = ["router"]
@@ -57,33 +57,21 @@ async def read_availability(
     try:
         day = date.fromisoformat(date_)
     except ValueError:
-        return problem_response(
-            Problem(
-                "invalid_request",
-                f"date {date_!r} is not a calendar date.",
-                {"errors": [{"field": "query.date", "message": "not a calendar date"}]},
-            )
-        )
+        raise ProblemError(
+            "invalid_request",
+            f"date {date_!r} is not a calendar date.",
+            {"errors": [{"field": "query.date", "message": "not a calendar date"}]},
+        ) from None
     with runtime.db.read() as session:
         organization = get_organization(session, organization_id)
-        if isinstance(organization, Problem):
-            return problem_response(organization)
         service = get_service(session, organization_id, service_id)
-        if isinstance(service, Problem):
-            return problem_response(service)
         # The whole list only when the query does not name one (a filtered query is the common case).
         if location_id is not None:
-            location = get_location(session, organization_id, location_id)
-            if isinstance(location, Problem):
-                return problem_response(location)
-            locations = [location]
+            locations = [get_location(session, organization_id, location_id)]
         else:
             locations = locations_of(session, organization_id)
         if provider_id is not None:
-            provider = get_provider(session, organization_id, provider_id)
-            if isinstance(provider, Problem):
-                return problem_response(provider)
-            providers = [provider]
+            providers = [get_provider(session, organization_id, provider_id)]
         else:
             providers = providers_of(session, organization_id)
         slots = find_slots(

@@ -19,7 +19,6 @@ from osbp.backend.api.deps import RuntimeDep, json_response, model_json, problem
 from osbp.backend.catalog import (
     get_organization,
     get_service,
-    in_organization,
     locations_of,
     organization_out,
     organization_summary,
@@ -29,7 +28,6 @@ from osbp.backend.catalog import (
 )
 from osbp.backend.catalog_cache import catalog_revision
 from osbp.backend.models import Organization
-from osbp.backend.problems import Problem, problem_response
 from osbp.backend.wire import OrganizationList, OrganizationOut, ServiceList, ServiceOut
 
 __all__ = ["router"]
@@ -47,7 +45,9 @@ async def list_organizations(runtime: RuntimeDep) -> Response:
             listed = OrganizationList(organizations=[organization_summary(item) for item in organizations])
             return model_json(listed)
 
-        return _answer(runtime.catalog.get_or_render(catalog_revision(session), ("organizations",), render))
+        return json_response(
+            runtime.catalog.get_or_render(catalog_revision(session), ("organizations",), render)
+        )
 
 
 @router.get(
@@ -59,16 +59,14 @@ async def read_organization(organization_id: str, runtime: RuntimeDep) -> Respon
     """One organization with its locations (address, coordinates, hours) and providers."""
     with runtime.db.read() as session:
 
-        def render() -> bytes | Problem:
+        def render() -> bytes:
             organization = get_organization(session, organization_id)
-            if isinstance(organization, Problem):
-                return organization
             locations = locations_of(session, organization_id)
             providers = providers_of(session, organization_id)
             return model_json(organization_out(organization, locations, providers))
 
         key = ("organization", organization_id)
-        return _answer(runtime.catalog.get_or_render(catalog_revision(session), key, render))
+        return json_response(runtime.catalog.get_or_render(catalog_revision(session), key, render))
 
 
 @router.get(
@@ -80,15 +78,13 @@ async def list_services(organization_id: str, runtime: RuntimeDep) -> Response:
     """Every service of the organization, each with its policy."""
     with runtime.db.read() as session:
 
-        def render() -> bytes | Problem:
-            organization = get_organization(session, organization_id)
-            if isinstance(organization, Problem):
-                return organization
+        def render() -> bytes:
+            get_organization(session, organization_id)
             services = services_of(session, organization_id)
             return model_json(ServiceList(services=[service_out(service) for service in services]))
 
         key = ("services", organization_id)
-        return _answer(runtime.catalog.get_or_render(catalog_revision(session), key, render))
+        return json_response(runtime.catalog.get_or_render(catalog_revision(session), key, render))
 
 
 @router.get(
@@ -100,14 +96,8 @@ async def read_service(organization_id: str, service_id: str, runtime: RuntimeDe
     """One service with its policy."""
     with runtime.db.read() as session:
 
-        def render() -> bytes | Problem:
-            service = get_service(session, organization_id, service_id)
-            found = in_organization(session, organization_id, service)
-            return found if isinstance(found, Problem) else model_json(service_out(found))
+        def render() -> bytes:
+            return model_json(service_out(get_service(session, organization_id, service_id)))
 
         key = ("service", organization_id, service_id)
-        return _answer(runtime.catalog.get_or_render(catalog_revision(session), key, render))
-
-
-def _answer(body: bytes | Problem) -> Response:
-    return problem_response(body) if isinstance(body, Problem) else json_response(body)
+        return json_response(runtime.catalog.get_or_render(catalog_revision(session), key, render))

@@ -7,7 +7,6 @@ from starlette.responses import JSONResponse, Response
 
 from osbp.backend.api.deps import RuntimeDep, problem_responses, version_pin
 from osbp.backend.catalog import get_organization
-from osbp.backend.problems import Problem, problem_response
 from osbp.backend.verification import send_code
 from osbp.backend.wire import VerificationOut, VerificationSend
 
@@ -33,8 +32,6 @@ def send_verification(organization_id: str, body: VerificationSend, runtime: Run
     settings = runtime.settings
     with runtime.db.write() as session:
         organization = get_organization(session, organization_id)
-        if isinstance(organization, Problem):
-            return problem_response(organization)
         sent = send_code(
             session,
             organization=organization,
@@ -44,6 +41,4 @@ def send_verification(organization_id: str, body: VerificationSend, runtime: Run
             send_limit=settings.verification_send_limit,
             send_window_seconds=settings.verification_send_window_seconds,
         )
-    if isinstance(sent, Problem):
-        return problem_response(sent)
     return JSONResponse(sent.model_dump(mode="json"), status_code=202)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import text
 from sqlmodel import func, select
 
 from osbp.backend import idempotency
-from osbp.backend.models import Appointment
+from osbp.backend.models import Appointment, IdempotencyRecord
 from tests.backend.conftest import DAY, NOW, booking, create
 
 
@@ -216,3 +217,67 @@ def test_unknown_fields_and_bad_shapes_are_400_not_500(client):
         headers={"Idempotency-Key": "x", "Content-Type": "application/json"},
     )
     assert (response.status_code, response.json()["code"]) == (400, "invalid_request")
+
+
+def test_the_unique_index_backstop_answers_slot_taken_and_frees_the_key(client, runtime):
+    """Platform choice: if the index fires past the overlap check, the answer is still 409 slot_taken."""
+    reference = create(client, "carolyns_dental", booking(), key="reference").json()
+    # A row the overlap query cannot see (it ends before it starts) that holds 11:00 in the unique index.
+    with runtime.db.write() as session:
+        session.execute(
+            text(
+                "UPDATE appointment SET ends_utc = starts_utc, starts_utc = starts_utc + 3600 WHERE id = :id"
+            ),
+            {"id": reference["id"]},
+        )
+    racing = create(client, "carolyns_dental", booking(time="11:00"), key="racing")
+    assert (racing.status_code, racing.json()["code"]) == (409, "slot_taken")
+    assert racing.json()["detail"] == "The provider's time was booked by a concurrent request."
+    with runtime.db.read() as session:
+        assert session.get(IdempotencyRecord, ("carolyns_dental", "racing")) is None
+        assert session.exec(select(func.count()).select_from(Appointment)).one() == 1
+
+
+CLEANING, NEW_PATIENT = "carolyns_dental_cleaning", "carolyns_dental_new_patient_exam"
+#: (service, stored status or None for as created, platform clock, cancel answer, no-show answer) for a
+#: 10:00-10:45 New York appointment on DAY; 409 is `appointment_not_cancellable`.
+TRANSITIONS = [
+    (CLEANING, None, "2026-05-05T13:00:00Z", "cancelled", 409),  # confirmed, upcoming
+    (CLEANING, None, "2026-05-05T14:10:00Z", "cancelled", "no_show"),  # confirmed, under way
+    (CLEANING, None, "2026-05-05T15:00:00Z", 409, "no_show"),  # completed
+    (NEW_PATIENT, None, "2026-05-05T16:00:00Z", "cancelled", 409),  # pending, past its time
+    (CLEANING, "cancelled", "2026-05-05T13:00:00Z", 409, 409),
+    (CLEANING, "no_show", "2026-05-05T15:00:00Z", 409, 409),
+]
+REFUSALS = {
+    "cancel": "The appointment is {status}; it cannot be cancelled.",
+    "no-show": "Only a confirmed appointment that has started can be marked a no-show.",
+}
+
+
+@pytest.mark.parametrize(
+    ("service_id", "stored", "now", "action", "expected"),
+    [
+        (service_id, stored, now, action, expected)
+        for service_id, stored, now, cancel, no_show in TRANSITIONS
+        for action, expected in (("cancel", cancel), ("no-show", no_show))
+    ],
+)
+def test_cancel_and_no_show_are_allowed_from_exactly_their_statuses(
+    client, runtime, service_id, stored, now, action, expected
+):
+    """Platform choice: cancel from pending or a confirmed not yet ended; no-show once a confirmed started."""
+    apt = create(client, "carolyns_dental", booking(service_id=service_id)).json()["id"]
+    if stored is not None:
+        with runtime.db.write() as session:
+            session.execute(text("UPDATE appointment SET status = :status"), {"status": stored})
+    client.post("/_testing/clock", json={"now": now})
+    path = f"/api/organizations/carolyns_dental/appointments/{apt}"
+    status = client.get(path).json()["status"]
+    response = client.post(f"{path}/{action}")
+    if expected == 409:
+        assert (response.status_code, response.json()["code"]) == (409, "appointment_not_cancellable")
+        assert response.json()["detail"] == REFUSALS[action].format(status=status)
+    else:
+        assert (response.status_code, response.json()["status"]) == (200, expected)
+        assert client.get(path).json()["status"] == expected

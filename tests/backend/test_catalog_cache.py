@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from osbp.backend.app import create_app
 from osbp.backend.catalog_cache import CATALOG_TABLES, CatalogCache, catalog_revision
-from osbp.backend.problems import Problem
+from osbp.backend.problems import ProblemError
 from osbp.backend.runtime import Runtime
 from tests.backend.conftest import booking, make_settings
 
@@ -108,22 +108,29 @@ def test_appointments_do_not_touch_the_catalog_revision(client: TestClient, runt
 
 
 def test_the_cache_renders_once_per_revision_and_never_keeps_a_problem() -> None:
+    """Platform choice: a refusal raised while rendering (an unknown id) passes through and is not kept."""
     cache = CatalogCache()
     renders: list[str] = []
 
-    def render(body: bytes | Problem) -> bytes | Problem:
+    def render(body: bytes) -> bytes:
         renders.append("render")
         return body
+
+    def missing() -> bytes:
+        renders.append("render")
+        raise ProblemError("service_not_found", "No such service.")
 
     assert cache.get_or_render(1, ("service", "a"), lambda: render(b"one")) == b"one"
     assert cache.get_or_render(1, ("service", "a"), lambda: render(b"other")) == b"one"
     assert len(renders) == 1
     assert cache.get_or_render(2, ("service", "a"), lambda: render(b"two")) == b"two"
     assert len(renders) == 2
-    missing = Problem("service_not_found", "No such service.")
-    assert cache.get_or_render(2, ("service", "b"), lambda: render(missing)) is missing
-    assert cache.get_or_render(2, ("service", "b"), lambda: render(missing)) is missing
+    for _ in range(2):
+        with pytest.raises(ProblemError) as refused:
+            cache.get_or_render(2, ("service", "b"), missing)
+        assert refused.value.code == "service_not_found"
     assert len(renders) == 4
+    assert cache.get_or_render(2, ("service", "b"), lambda: render(b"found")) == b"found"
 
 
 def test_an_answer_from_an_older_snapshot_is_not_kept_for_the_newer_revision() -> None:

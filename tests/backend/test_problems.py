@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 
 from osbp.backend import appointments
 from osbp.backend.app import create_app
-from osbp.backend.problems import TITLES, Problem
-from tests.backend.conftest import make_settings
+from osbp.backend.problems import TITLES, Problem, ProblemError
+from tests.backend.conftest import booking, create, make_settings
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code", "request_id"}
 
@@ -62,3 +62,36 @@ def test_unexpected_exception_is_a_500_problem_without_a_stack_trace(monkeypatch
     assert response.headers["server"] == "Bookwell/0.1.0"
     record = next(item for item in caplog.records if item.getMessage() == "unhandled_error")
     assert record.exc_info is not None
+
+
+def test_a_raised_problem_renders_once_with_the_documented_member_order(client):
+    """RFC 9457: a refusal raised deep in the service layer is one problem+json body, members in order."""
+    response = client.get("/api/organizations/carolyns_dental/services/nope")
+    assert response.headers["content-type"] == "application/problem+json"
+    assert list(response.json()) == ["type", "title", "status", "detail", "code", "request_id"]
+    assert response.json()["code"] == "service_not_found"
+
+
+def test_a_raised_problem_keeps_its_headers_and_extension_members(client):
+    """RFC 9110 Retry-After: a raised in-flight refusal still carries its header and extras."""
+    client.post("/_testing/arm", json={"organization_id": "carolyns_dental", "outcome": "rate_limited"})
+    limited = create(client, "carolyns_dental", booking())
+    assert (limited.status_code, limited.headers["retry-after"]) == (429, "1")
+    dated = client.get(
+        "/api/organizations/carolyns_dental/availability",
+        params={"service_id": "carolyns_dental_cleaning", "date": "2026-02-30"},
+    )
+    assert dated.json()["errors"] == [{"field": "query.date", "message": "not a calendar date"}]
+    assert list(dated.json())[-1] == "errors"
+
+
+def test_a_problem_error_takes_its_status_from_the_code_table():
+    """Platform choice: TITLES is the one source of a code's status, so a raise cannot contradict it."""
+    error = ProblemError("slot_taken", "taken", headers={"Retry-After": "1"})
+    assert (error.code, error.problem.status, error.problem.headers) == (
+        "slot_taken",
+        409,
+        {"Retry-After": "1"},
+    )
+    with pytest.raises(ValueError, match="unknown problem code 'no_such_code'"):
+        ProblemError("no_such_code", "detail")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from sqlmodel import select
+from sqlmodel import func, select
 
-from osbp.backend.models import VerificationChallenge
+from osbp.backend.models import Customer, IdempotencyRecord, VerificationChallenge
 from tests.backend.conftest import booking, create
 
 PHONE = "+12125550142"
@@ -196,3 +196,28 @@ def test_codes_never_appear_in_logs_or_api_responses(client, caplog):
     assert code not in booked.text
     assert code not in client.get(booked.headers["location"]).text
     assert code not in caplog.text
+
+
+def test_a_wrong_code_commits_its_attempt_and_nothing_else(client, runtime):
+    """Platform choice: the refused create keeps the attempt count, writes no customer, frees its key."""
+    _send(client)
+    wrong = "000000" if _last_code(client) != "000000" else "111111"
+    refused = create(client, "gus_notary", _signing(wrong), key="same")
+    assert refused.json()["reason"] == "mismatch"
+    with runtime.db.read() as session:
+        challenge = session.exec(select(VerificationChallenge)).one()
+        assert (challenge.attempts, challenge.state) == (1, "open")
+        assert session.exec(select(func.count()).select_from(Customer)).one() == 0
+        assert session.exec(select(func.count()).select_from(IdempotencyRecord)).one() == 0
+    assert create(client, "gus_notary", _signing(_last_code(client)), key="same").status_code == 201
+
+
+def test_the_fifth_wrong_code_commits_the_lock(client, runtime):
+    """Platform choice: the lock is written by the refused create that caused it, not lost with it."""
+    _send(client)
+    wrong = "000000" if _last_code(client) != "000000" else "111111"
+    for index in range(5):
+        create(client, "gus_notary", _signing(wrong), key=f"k{index}")
+    with runtime.db.read() as session:
+        challenge = session.exec(select(VerificationChallenge)).one()
+        assert (challenge.attempts, challenge.state) == (5, "locked")
