@@ -1,4 +1,5 @@
-# The synthetic booking platform (osbp.backend): `docker compose up platform`, then http://127.0.0.1:8400/docs
+# The synthetic booking platform (osbp.backend): `docker compose up platform` (or Debian's `docker-compose up
+# platform`), then http://127.0.0.1:8400/docs
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

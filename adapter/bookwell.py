@@ -11,7 +11,6 @@ sends ``2026-04-01`` (the current version in the platform's API reference) on ev
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any, TypeVar
 
@@ -31,7 +30,7 @@ from osbp.adapter.upstream import Upstream, UpstreamOutcome, UpstreamUnavailable
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.models import PlatformIdentity, Problem
 
-__all__ = ["API_VERSION", "PLATFORM", "VERSION_HEADER", "BookwellApi", "log_event", "native_idempotency_key"]
+__all__ = ["API_VERSION", "PLATFORM", "VERSION_HEADER", "BookwellApi", "native_idempotency_key"]
 
 #: Bookwell's request-side version pin: the header and the exact dated value sent on every request, so
 #: account defaults can never change the contract under the adapter.
@@ -52,11 +51,6 @@ logger = logging.getLogger("osbp.adapter")
 M = TypeVar("M", bound=NativeModel)
 
 
-def log_event(level: int, event: str, **fields: Any) -> None:
-    """One structured (JSON) operator log line from the adapter."""
-    logger.log(level, json.dumps({"event": event, **fields}, separators=(",", ":"), default=str))
-
-
 def native_idempotency_key(organization_id: str, idempotency_key: str) -> str:
     """The platform Idempotency-Key for an OSBP key: stable, visible ASCII, scoped to the organization."""
     return "osbp-" + sha256_hex({"organization_id": organization_id, "idempotency_key": idempotency_key})[:48]
@@ -75,14 +69,15 @@ class BookwellApi:
 
     def _read(self, model: type[M], outcome: UpstreamOutcome, ok: tuple[int, ...]) -> M | Problem:
         if isinstance(outcome, UpstreamUnavailable):
-            log_event(logging.WARNING, "upstream_unavailable", call=outcome.call, reason=outcome.reason)
+            logger.warning("upstream_unavailable", extra={"call": outcome.call, "reason": outcome.reason})
             return unavailable(outcome)
         if outcome.status not in ok:
             return from_response(outcome)
         try:
             return model.model_validate(outcome.body)
         except ValidationError as exc:
-            log_event(logging.ERROR, "upstream_unreadable", call=outcome.meta.call, fields=_error_paths(exc))
+            where = {"call": outcome.meta.call, "fields": _error_paths(exc)}
+            logger.error("upstream_unreadable", extra=where)
             return internal_error()
 
     async def _call(

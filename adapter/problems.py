@@ -25,7 +25,6 @@ Problem: it is foreign, may carry customer data, and is not a contract.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -203,6 +202,5 @@ async def at_edge(work: Callable[[], Awaitable[AdapterResult[T]]]) -> AdapterRes
     try:
         return await work()
     except UntranslatableData as exc:
-        event = {"event": "untranslatable_platform_data", "reason": str(exc)}
-        logger.error(json.dumps(event, separators=(",", ":")))
+        logger.error("untranslatable_platform_data", extra={"reason": str(exc)})
         return Failure(internal_error("The platform sent data OSBP cannot represent safely."))

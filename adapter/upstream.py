@@ -14,7 +14,8 @@ lowercase) and put, for the audit trail, in the position :func:`osbp.protocol.up
 took when the request was issued (so the audit's "last call" follows issue order, not the race of
 concurrent responses; a request without a response leaves its position empty). A
 ``Deprecation`` or ``Sunset`` header logs one loud structured warning per endpoint per process on the
-operator channel (stderr); it never becomes a Problem and never reaches agent-facing output.
+operator channel (stderr), on the ``osbp.adapter.lifecycle`` logger whose level is pinned so that no
+host log level silences it; it never becomes a Problem and never reaches agent-facing output.
 
 Outcomes are values, like httpx's own split between responses and transport errors::
 
@@ -25,7 +26,6 @@ Outcomes are values, like httpx's own split between responses and transport erro
 
 from __future__ import annotations
 
-import json
 import logging
 import ssl
 import sys
@@ -45,6 +45,7 @@ from osbp.protocol.upstream import reserve_upstream
 
 __all__ = [
     "ADAPTER_NAME",
+    "LIFECYCLE_LOGGER",
     "PROCESS_NOTICES",
     "LifecycleNotices",
     "Upstream",
@@ -60,7 +61,12 @@ __all__ = [
 #: The adapter's product token in the User-Agent.
 ADAPTER_NAME = "osbp-bookwell-adapter"
 
-logger = logging.getLogger("osbp.adapter.upstream")
+#: The operator channel of the spec's lifecycle MUST. Its own level is pinned to WARNING, so a host's
+#: log level (``osbp mcp --log-level ERROR`` sets the root logger's) passes it all the same: the notice is
+#: once per endpoint per process, so it cannot flood. Only setting this logger's level explicitly quiets it.
+LIFECYCLE_LOGGER = "osbp.adapter.lifecycle"
+lifecycle_logger = logging.getLogger(LIFECYCLE_LOGGER)
+lifecycle_logger.setLevel(logging.WARNING)
 
 _RATELIMIT_NAMES = ("retry-after", "ratelimit", "ratelimit-policy")
 REDACTED = "{redacted}"
@@ -222,9 +228,7 @@ class Upstream:
     def _announce(self, endpoint: str, meta: UpstreamMeta, link: str | None) -> None:
         if not self._notices.first(endpoint):
             return
-        event = {
-            "event": "upstream_endpoint_deprecated",
-            "level": "warning",
+        fields = {
             "platform": self._platform.vendor,
             "api_version": self._platform.api_version,
             "endpoint": endpoint,
@@ -235,8 +239,10 @@ class Upstream:
             "action": "The platform announced this endpoint's retirement; plan the migration before the "
             "sunset date. The call itself succeeded.",
         }
-        # The message is the JSON line itself, so it stays structured under any (or no) handler.
-        logger.warning(json.dumps({k: v for k, v in event.items() if v is not None}, separators=(",", ":")))
+        lifecycle_logger.warning(
+            "upstream_endpoint_deprecated",
+            extra={name: value for name, value in fields.items() if value is not None},
+        )
 
     async def aclose(self) -> None:
         """Close the keep-alive client."""

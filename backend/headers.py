@@ -16,7 +16,10 @@ import re
 import time
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
+from email.utils import format_datetime
 
+import http_sf
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -25,6 +28,8 @@ from osbp.backend.problems import Problem, problem_response
 from osbp.backend.runtime import Runtime
 
 __all__ = [
+    "AVAILABILITY_DEPRECATED_AT",
+    "AVAILABILITY_SUNSET_AT",
     "DEFAULT_VERSION",
     "DEPRECATIONS",
     "PLATFORM_SERVER",
@@ -41,13 +46,17 @@ REQUEST_ID_HEADER = "X-Request-Id"
 SUPPORTED_VERSIONS = ("2025-10-01", "2026-04-01")
 DEFAULT_VERSION = SUPPORTED_VERSIONS[-1]
 
-#: Endpoints announced for retirement: path pattern -> lifecycle headers (RFC 9745, RFC 8594, RFC 8288).
+#: The availability endpoint's announced lifecycle: deprecated from this instant, removed at the next.
+AVAILABILITY_DEPRECATED_AT = datetime(2026, 6, 13, tzinfo=UTC)
+AVAILABILITY_SUNSET_AT = datetime(2032, 10, 1, tzinfo=UTC)
+#: Endpoints announced for retirement: path pattern -> lifecycle headers (RFC 9745: a structured-field
+#: Date; RFC 8594: an HTTP-date; RFC 8288 Link).
 DEPRECATIONS: tuple[tuple[re.Pattern[str], dict[str, str]], ...] = (
     (
         re.compile(r"^/api/organizations/[^/]+/availability/?$"),
         {
-            "Deprecation": "@1781308800",
-            "Sunset": "Fri, 01 Oct 2032 00:00:00 GMT",
+            "Deprecation": http_sf.ser(AVAILABILITY_DEPRECATED_AT),
+            "Sunset": format_datetime(AVAILABILITY_SUNSET_AT, usegmt=True),
             "Link": '<https://developer.bookwell.example/deprecations/availability-v1>; rel="deprecation"; '
             'type="text/html"',
         },

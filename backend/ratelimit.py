@@ -2,17 +2,22 @@
 
 Each client (keyed by peer address) gets `quota` requests per `window` seconds, counted from its first
 request in the window. Headers follow draft-ietf-httpapi-ratelimit-headers:
-`RateLimit-Policy: "default";q=<quota>;w=<window>` and `RateLimit: "default";r=<remaining>;t=<reset>`.
+`RateLimit-Policy: "default";q=<quota>;w=<window>` and `RateLimit: "default";r=<remaining>;t=<reset>`,
+both RFC 9651 structured-field lists serialised by http-sf.
 Time is a monotonic source, injected, independent of the (possibly frozen) business clock.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import http_sf
+from http_sf.types import ParamsType
 
 __all__ = ["POLICY_NAME", "Decision", "RateLimiter"]
 
@@ -33,12 +38,24 @@ class Decision:
     def headers(self) -> dict[str, str]:
         """RateLimit-Policy and RateLimit header fields (plus Retry-After when refused)."""
         fields = {
-            "RateLimit-Policy": f'"{POLICY_NAME}";q={self.quota};w={self.window}',
-            "RateLimit": f'"{POLICY_NAME}";r={self.remaining};t={self.reset_seconds}',
+            "RateLimit-Policy": _policy_field(self.quota, self.window),
+            "RateLimit": _limit_field(r=self.remaining, t=self.reset_seconds),
         }
         if not self.allowed:
             fields["Retry-After"] = str(self.reset_seconds)
         return fields
+
+
+def _limit_field(**parameters: int) -> str:
+    """A one-member structured-field list: the policy name with integer parameters, in call order."""
+    params: ParamsType = dict(parameters)
+    return http_sf.ser([(POLICY_NAME, params)])
+
+
+@functools.lru_cache(maxsize=8)
+def _policy_field(quota: int, window: int) -> str:
+    # The same on every response of a limiter: serialised once, not per request.
+    return _limit_field(q=quota, w=window)
 
 
 class RateLimiter:

@@ -113,8 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if settings.now is not None:
         # A frozen clock never lets a mandate or an approval expire: make it impossible to miss.
         logger.warning(
-            "fixed clock: this process's time is frozen (demos, traces and tests only)",
-            extra={"now": format_instant(settings.now)},
+            "fixed_clock",
+            extra={
+                "now": format_instant(settings.now),
+                "note": "this process's time is frozen (demos, traces and tests only)",
+            },
         )
     try:
         adapter = compose(settings)
@@ -132,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return anyio.run(serve, adapter, audit, settings.clock())
     except Exception:
         # A bug, not a configuration problem: one JSON log line with the traceback, then status 1.
-        logger.exception("server crashed")
+        logger.exception("server_crashed")
         return 1
 
 
@@ -142,7 +145,7 @@ async def _stop_on_signals(
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         task_status.started()
         async for signum in signals:
-            logger.info("stopping on signal", extra={"signal": signal.Signals(signum).name})
+            logger.info("stopping_on_signal", extra={"signal": signal.Signals(signum).name})
             scope.cancel()
             return
 
@@ -154,7 +157,7 @@ async def serve(adapter: BookingAdapter, audit: AuditLog, clock: Clock | None = 
         async with anyio.create_task_group() as group:
             await group.start(_stop_on_signals, group.cancel_scope)
             where = {"platform": adapter.platform.to_wire(), "audit": str(audit.path)}
-            logger.info("serving over stdio", extra=where)
+            logger.info("serving_stdio", extra=where)
             stdin = cast("anyio.AsyncFile[str]", StdinLines(sys.stdin.fileno()))  # duck-typed: only iterated
             async with stdio_server(stdin=stdin) as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -164,7 +167,7 @@ async def serve(adapter: BookingAdapter, audit: AuditLog, clock: Clock | None = 
             try:
                 await adapter.aclose()
             except Exception:
-                logger.exception("adapter close failed")
+                logger.exception("adapter_close_failed")
             audit.close()
     logger.info("stopped")
     return 0

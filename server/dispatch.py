@@ -181,7 +181,7 @@ class ToolDispatcher:
         try:
             inp = tool_spec(name).input_model.model_validate(dict(arguments or {}))
         except ValidationError as error:
-            logger.info("tool arguments rejected", extra={"tool": name, "errors": error.error_count()})
+            logger.info("tool_arguments_rejected", extra={"tool": name, "errors": error.error_count()})
             return _rejected(_validation_message(mcp_name, error))
         # Shielded: once a call has started, a client disconnect or cancel must not cut it off between the
         # platform's answer and the audit record (a booking created but never audited).
@@ -216,7 +216,7 @@ class ToolDispatcher:
         except Exception:
             # The action already happened (a booking cannot be taken back): answer it, and make the
             # missing audit record impossible for the operator to overlook.
-            logger.exception("audit append failed", extra={"tool": name, "audit_event_id": event_id})
+            logger.exception("audit_append_failed", extra={"tool": name, "audit_event_id": event_id})
         return envelope_result(envelope)
 
     async def _run(self, name: ToolName, inp: ToolInput) -> Outcome:
@@ -224,13 +224,13 @@ class ToolDispatcher:
             # Typed as object: the adapter is foreign code, so its answer is checked, not trusted.
             result: object = await self._handlers[name](inp)
         except Exception:
-            logger.exception("adapter raised", extra={"tool": name})
+            logger.exception("adapter_raised", extra={"tool": name})
             return Outcome(problem=problem(ProblemCode.INTERNAL_ADAPTER_ERROR))
         if isinstance(result, Success):
             return Outcome(value=result.value, runtime=result.runtime)
         if isinstance(result, Failure):
             return Outcome(problem=result.problem, runtime=result.runtime)
-        logger.error("adapter returned neither Success nor Failure", extra={"tool": name})
+        logger.error("adapter_result_invalid", extra={"tool": name, "result_type": type(result).__name__})
         return Outcome(problem=problem(ProblemCode.INTERNAL_ADAPTER_ERROR))
 
     async def _describe(self, inp: ServiceDescribeInput) -> Success[Any] | Failure:

@@ -1,42 +1,40 @@
-"""Structured JSON-line logs on stderr (stdout belongs to the MCP protocol in this process)."""
+"""Structured JSON-line logs on stderr (stdout belongs to the MCP protocol in this process).
+
+One line per record, written by python-json-logger: ``level`` (Python's name, as ``--log-level`` spells
+it), ``logger``, ``event`` (the message: an event name such as ``serving_stdio``), every field passed
+with ``extra=``, ``exception`` (the traceback) when there is one, and ``ts`` (ISO-8601, UTC). The
+platform process (``osbp.backend.logs``) writes the same keys.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
-import traceback
-from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TextIO
 
-__all__ = ["JsonFormatter", "configure_logging"]
+from pythonjsonlogger.json import JsonFormatter
 
-# Attributes every LogRecord has; anything else was passed through `extra=` and is logged as a field.
-_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+__all__ = ["configure_logging", "json_formatter"]
 
 
-class JsonFormatter(logging.Formatter):
-    """One JSON object per record: ts, level, logger, msg, extra fields, and the traceback if any."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        """The record as a compact JSON line."""
-        entry: dict[str, Any] = {
-            # The log timestamp is the record's own creation time, not business time: no injected clock.
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname,
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        entry.update({key: value for key, value in vars(record).items() if key not in _STANDARD})
-        if record.exc_info:
-            entry["exc"] = "".join(traceback.format_exception(*record.exc_info))
-        return json.dumps(entry, default=str, ensure_ascii=False, separators=(",", ":"))
+def json_formatter() -> JsonFormatter:
+    """The formatter of this process's log lines."""
+    return JsonFormatter(
+        ["levelname", "name", "message"],
+        rename_fields={"levelname": "level", "name": "logger", "message": "event", "exc_info": "exception"},
+        # The record's own creation time (not business time, so no injected clock), as an aware UTC instant.
+        timestamp="ts",
+        json_ensure_ascii=False,
+        json_serializer=functools.partial(json.dumps, separators=(",", ":")),  # one compact line
+    )
 
 
 def configure_logging(level: str = "WARNING", stream: TextIO | None = None) -> None:
     """Send every log record at ``level`` or above to stderr as JSON lines (replaces root handlers)."""
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(json_formatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from tests.adapter.conftest import (
     MIDTOWN,
     NOW,
     OKAFOR,
+    ORG,
     REYES,
     Platform,
     book,
@@ -37,6 +39,7 @@ from tests.adapter.conftest import (
     problem_of,
     value_of,
 )
+from tests.support.logs import capture_logs, events, fields
 
 pytestmark = pytest.mark.anyio
 
@@ -352,6 +355,18 @@ async def test_a_refused_connection_is_a_retryable_upstream_unavailable(tmp_path
     failure = problem_of(await adapter.describe_service(ServiceDescribeInput(service_id=CLEANING)))
     await adapter.aclose()
     assert (failure.problem.code, failure.problem.retryable) == ("upstream_unavailable", True)
+
+
+async def test_an_unreachable_platform_is_logged_as_an_event_with_its_fields(tmp_path: Path) -> None:
+    """Platform choice (structured logs): the event name is the message, the call and reason are fields."""
+    adapter = make_adapter(f"http://127.0.0.1:{_closed_port()}", tmp_path / "s", FixedClock(NOW))
+    with capture_logs() as records:
+        await adapter.describe_service(ServiceDescribeInput(service_id=CLEANING))
+    await adapter.aclose()
+    [record] = events(records, "upstream_unavailable")
+    assert (record.name, record.levelno) == ("osbp.adapter", logging.WARNING)
+    call = f"GET /api/organizations/{ORG}/services/{CLEANING}"
+    assert fields(record) == {"call": call, "reason": "connect"}
 
 
 async def test_platform_rate_limit_is_rate_limited_with_meta(tmp_path: Path) -> None:

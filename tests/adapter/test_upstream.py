@@ -9,6 +9,7 @@ import ssl
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -20,6 +21,7 @@ from pydantic import SecretStr
 from osbp.adapter import AdapterSettings
 from osbp.adapter.bookwell import PLATFORM, VERSION_HEADER
 from osbp.adapter.upstream import (
+    LIFECYCLE_LOGGER,
     REDACTED,
     LifecycleNotices,
     Upstream,
@@ -51,6 +53,7 @@ from tests.adapter.conftest import (
     make_adapter,
     token_of,
 )
+from tests.support.logs import capture_logs, events, fields
 
 pytestmark = pytest.mark.anyio
 
@@ -233,58 +236,81 @@ async def test_a_non_json_body_is_read_as_no_body() -> None:
     assert (outcome.status, outcome.body) == (502, None)
 
 
-def _deprecation_warnings(caplog: pytest.LogCaptureFixture) -> list[dict[str, str]]:
+def _deprecation_warnings(records: list[logging.LogRecord]) -> list[dict[str, Any]]:
     return [
-        json.loads(record.getMessage())
-        for record in caplog.records
-        if record.name == "osbp.adapter.upstream" and "upstream_endpoint_deprecated" in record.getMessage()
+        fields(record)
+        for record in events(records, "upstream_endpoint_deprecated")
+        if record.name == LIFECYCLE_LOGGER
     ]
 
 
-async def test_deprecation_warns_once_per_endpoint_per_process(caplog: pytest.LogCaptureFixture) -> None:
+async def test_deprecation_warns_once_per_endpoint_per_process() -> None:
     """RFC 9745 / RFC 8594 and OSBP spec: surface lifecycle headers loudly, once per endpoint per process."""
     lifecycle = {"deprecation": "@1781308800", "sunset": "Fri, 01 Oct 2032 00:00:00 GMT"}
     upstream = upstream_with(lambda request: httpx2.Response(200, headers=lifecycle, json={}))
-    caplog.set_level(logging.WARNING, logger="osbp.adapter.upstream")
-    for org in ("a", "b", "c"):
-        await upstream.fetch("GET", "/api/organizations/{org}/availability", path={"org": org})
-    await upstream.fetch("GET", "/api/organizations/{org}/services", path={"org": "a"})
+    with capture_logs() as records:
+        for org in ("a", "b", "c"):
+            await upstream.fetch("GET", "/api/organizations/{org}/availability", path={"org": org})
+        await upstream.fetch("GET", "/api/organizations/{org}/services", path={"org": "a"})
     await upstream.aclose()
-    warnings = _deprecation_warnings(caplog)
+    warnings = _deprecation_warnings(records)
     assert [warning["endpoint"] for warning in warnings] == [
         "GET /api/organizations/{org}/availability",
         "GET /api/organizations/{org}/services",
     ]
     assert warnings[0]["deprecation"] == "@1781308800"
     assert warnings[0]["sunset"] == "Fri, 01 Oct 2032 00:00:00 GMT"
-    assert all(record.levelno == logging.WARNING for record in caplog.records)
+    assert warnings[0]["call"] == "GET /api/organizations/a/availability"
+    assert "link" not in warnings[0]  # absent headers are left out, not logged as null
+    assert [record.levelno for record in records] == [logging.WARNING, logging.WARNING]
 
 
-async def test_notices_are_shared_across_clients_of_one_process(caplog: pytest.LogCaptureFixture) -> None:
+async def test_the_lifecycle_warning_passes_a_root_log_level_of_error() -> None:
+    """OSBP spec, Platform Metadata and Versioning: "MUST surface it loudly" - a host's log level
+    (``--log-level ERROR`` sets the root logger's) does not silence it, and it stays a warning."""
+    lifecycle = {"sunset": "Fri, 01 Oct 2032 00:00:00 GMT"}
+    upstream = upstream_with(lambda request: httpx2.Response(200, headers=lifecycle, json={}))
+    with capture_logs(root_level=logging.ERROR) as records:
+        logging.getLogger("osbp.adapter").warning("ordinary_warning")
+        await upstream.fetch("GET", "/api/organizations/{org}/availability", path={"org": "a"})
+    await upstream.aclose()
+    [record] = records  # the ordinary warning is filtered by the level; the lifecycle notice is not
+    assert (record.name, record.levelno, record.getMessage()) == (
+        LIFECYCLE_LOGGER,
+        logging.WARNING,
+        "upstream_endpoint_deprecated",
+    )
+    assert fields(record)["sunset"] == "Fri, 01 Oct 2032 00:00:00 GMT"
+
+
+async def test_notices_are_shared_across_clients_of_one_process() -> None:
     """OSBP spec: "at least once per endpoint per process" - a second client does not repeat it."""
     lifecycle = {"sunset": "Fri, 01 Oct 2032 00:00:00 GMT"}
     notices = LifecycleNotices()
-    caplog.set_level(logging.WARNING, logger="osbp.adapter.upstream")
-    for _ in range(2):
-        upstream = upstream_with(lambda request: httpx2.Response(200, headers=lifecycle, json={}), notices)
-        await upstream.fetch("GET", "/api/x/{org}", path={"org": "a"})
-        await upstream.aclose()
-    assert len(_deprecation_warnings(caplog)) == 1
+    with capture_logs() as records:
+        for _ in range(2):
+            upstream = upstream_with(
+                lambda request: httpx2.Response(200, headers=lifecycle, json={}), notices
+            )
+            await upstream.fetch("GET", "/api/x/{org}", path={"org": "a"})
+            await upstream.aclose()
+    assert len(_deprecation_warnings(records)) == 1
 
 
 async def test_real_availability_deprecation_is_warned_once_and_never_in_results(
-    platform: Platform, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    platform: Platform, tmp_path: Path
 ) -> None:
     """RFC 9745 and OSBP spec: a lifecycle announcement is not a failure and never reaches agent output."""
-    caplog.set_level(logging.WARNING, logger="osbp.adapter.upstream")
     adapter = make_adapter(platform.base_url, tmp_path / "s.sqlite3", FixedClock(NOW))
-    results = [
-        await adapter.find_availability(AvailabilityFindInput(service_id=CLEANING, date=DAY))
-        for _ in range(3)
-    ]
+    with capture_logs() as records:
+        results = [
+            await adapter.find_availability(AvailabilityFindInput(service_id=CLEANING, date=DAY))
+            for _ in range(3)
+        ]
     await adapter.aclose()
     assert all(isinstance(result, Success) and result.value for result in results)
-    assert len(_deprecation_warnings(caplog)) == 1
+    [warning] = _deprecation_warnings(records)
+    assert warning["link"].endswith('rel="deprecation"; type="text/html"')
     for result in results:
         assert isinstance(result, Success)
         text = json.dumps([slot.to_wire() for slot in result.value])

@@ -11,6 +11,7 @@ from osbp.backend import appointments
 from osbp.backend.app import create_app
 from osbp.backend.problems import TITLES, Problem, ProblemError
 from tests.backend.conftest import booking, create, make_settings
+from tests.support.logs import fields
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code", "request_id"}
 
@@ -62,6 +63,7 @@ def test_unexpected_exception_is_a_500_problem_without_a_stack_trace(monkeypatch
     assert response.headers["server"] == "Bookwell/0.1.0"
     record = next(item for item in caplog.records if item.getMessage() == "unhandled_error")
     assert record.exc_info is not None
+    assert fields(record)["request_id"] == response.headers["x-request-id"]
 
 
 def test_a_raised_problem_renders_once_with_the_documented_member_order(client):

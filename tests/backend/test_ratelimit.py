@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from osbp.backend.ratelimit import RateLimiter
+from typing import Any
+
+import http_sf
+from hypothesis import given
+from hypothesis import strategies as st
+
+from osbp.backend.ratelimit import POLICY_NAME, Decision, RateLimiter
+
+_SF_INTEGER = st.integers(min_value=0, max_value=999_999_999_999_999)  # RFC 9651 sf-integer range
 
 
 def test_each_client_has_its_own_window():
@@ -44,3 +52,16 @@ def test_expired_windows_of_many_clients_are_forgotten():
     now[0] = 20.0
     assert limiter.hit("late").allowed
     assert list(limiter._windows) == ["late"]
+
+
+@given(quota=_SF_INTEGER, window=_SF_INTEGER, remaining=_SF_INTEGER, reset=_SF_INTEGER)
+def test_ratelimit_fields_are_structured_lists_that_parse_back_to_the_numbers(
+    quota, window, remaining, reset
+):
+    """draft-ietf-httpapi-ratelimit-headers / RFC 9651: one list member, the policy name with q/w, r/t."""
+    fields = Decision(True, quota, window, remaining, reset).headers()
+    policy: Any = http_sf.parse(fields["RateLimit-Policy"].encode(), tltype="list")
+    limit: Any = http_sf.parse(fields["RateLimit"].encode(), tltype="list")
+    assert policy == [(POLICY_NAME, {"q": quota, "w": window})]
+    assert limit == [(POLICY_NAME, {"r": remaining, "t": reset})]
+    assert "Retry-After" not in fields

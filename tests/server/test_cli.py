@@ -221,14 +221,14 @@ def test_a_signal_stops_the_server_cleanly(tmp_path, signum):
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
         # Wait for the server to say it is serving (an event, not a sleep), then signal it.
-        assert lines.get(timeout=60)["msg"] == "serving over stdio"
+        assert lines.get(timeout=60)["event"] == "serving_stdio"
         process.send_signal(signum)
         assert process.wait(timeout=60) == 0
         reader.join(timeout=60)
         rest = []
         while not lines.empty():
             rest.append(lines.get_nowait())
-        assert [entry["msg"] for entry in rest] == ["stopping on signal", "stopped"]
+        assert [entry["event"] for entry in rest] == ["stopping_on_signal", "stopped"]
         assert process.stdout is not None
         assert process.stdout.read() == ""
     finally:

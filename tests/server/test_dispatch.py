@@ -14,6 +14,7 @@ from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.server.audit_verify import verify_chain
 from tests.server.conftest import create_args, mandate, read_events
 from tests.server.memory_adapter import IMAGE_URL, ORG, MemoryAdapter
+from tests.support.logs import fields
 
 
 def envelope(result: CallToolResult) -> dict[str, Any]:
@@ -266,4 +267,6 @@ async def test_an_audit_failure_still_answers_the_call_and_is_logged(client, aud
     with caplog.at_level(logging.ERROR, logger="osbp.server"):
         env = envelope(await client.call_tool("osbp_service_describe", {}))
     assert env["ok"] is True
-    assert any(r.getMessage() == "audit append failed" for r in caplog.records)
+    [record] = [r for r in caplog.records if r.getMessage() == "audit_append_failed"]
+    assert fields(record)["tool"] == "service.describe"
+    assert record.exc_info is not None

@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -34,6 +34,7 @@ from osbp.protocol.clock import SystemClock
 from osbp.protocol.timeutil import format_instant, parse_instant
 from osbp.server.audit_cli import main as audit_main
 from tests.server.conftest import read_events
+from tests.support.logs import json_lines
 
 pytestmark = pytest.mark.integration
 
@@ -102,11 +103,13 @@ def server_env(base_url: str, tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def stdio_session(base_url: str, tmp_path: Path, **extra: str) -> AsyncIterator[Session]:
-    """Spawn `python -m osbp.server` over stdio, connected with the SDK's client."""
+async def stdio_session(
+    base_url: str, tmp_path: Path, args: Sequence[str] = ("-m", "osbp.server"), **extra: str
+) -> AsyncIterator[Session]:
+    """Spawn `python -m osbp.server` (or ``python <args>``) over stdio, connected with the SDK's client."""
     stderr_path = tmp_path / "server.stderr"
     env = server_env(base_url, tmp_path, **extra)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "osbp.server"], env=env, cwd=tmp_path)
+    params = StdioServerParameters(command=sys.executable, args=list(args), env=env, cwd=tmp_path)
     stray: list[Exception] = []
 
     async def on_message(message: Any) -> None:
@@ -341,8 +344,8 @@ async def test_osbp_now_is_the_clock_of_mandate_expiry_and_of_the_audit(
     events = read_events(s.audit_path)
     assert len(events) == 2
     assert {event["created_at"] for event in events} == {now.replace("Z", ".000Z")}
-    warnings = [json.loads(line) for line in s.stderr_path.read_text(encoding="utf-8").splitlines()]
-    assert [line["now"] for line in warnings if line["msg"].startswith("fixed clock")] == [now]
+    warnings = json_lines(s.stderr_path.read_text(encoding="utf-8"))
+    assert [line["now"] for line in warnings if line["event"] == "fixed_clock"] == [now]
 
 
 def call(request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -428,5 +431,61 @@ def test_end_of_input_shuts_down_cleanly_with_status_0(platform: PlatformServer,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
-    assert any(json.loads(line)["msg"] == "stopped" for line in done.stderr.splitlines())
-    assert re.search(r'"level":"(ERROR|CRITICAL)"', done.stderr) is None
+    lines = json_lines(done.stderr)
+    assert "stopped" in [line["event"] for line in lines]
+    assert [line for line in lines if line["level"] in {"ERROR", "CRITICAL"}] == []
+
+
+@pytest.mark.anyio
+async def test_the_lifecycle_warning_reaches_stderr_even_under_log_level_error(
+    platform: PlatformServer, testing: httpx2.Client, tmp_path: Path
+):
+    """OSBP spec, Platform Metadata and Versioning: Deprecation/Sunset MUST surface loudly on the operator
+    channel once per endpoint per process; `osbp mcp --log-level ERROR` does not silence it, and it is
+    never a Problem nor part of agent-facing output."""
+    command = ("-m", "osbp", "mcp", "--log-level", "ERROR")
+    where = {"schedule_id": ONLINE, "date": DAY}
+    async with stdio_session(platform.base_url, tmp_path, args=command) as s:
+        found = [
+            await s.call("osbp_availability_find", where | {"service_id": service})
+            for service in (NOTARIZATION, REMOTE_SIGNING, NOTARIZATION)
+        ]
+    lines = json_lines(s.stderr_path.read_text(encoding="utf-8"))
+    # Only the notice: the fixed-clock warning and the INFO lifecycle lines are below ERROR.
+    [notice] = lines
+    assert {key: notice[key] for key in ("level", "logger", "event")} == {
+        "level": "WARNING",
+        "logger": "osbp.adapter.lifecycle",
+        "event": "upstream_endpoint_deprecated",
+    }
+    assert notice["endpoint"] == "GET /api/organizations/{organization_id}/availability"
+    assert (notice["deprecation"], notice["sunset"]) == ("@1781308800", "Fri, 01 Oct 2032 00:00:00 GMT")
+    for envelope in found:
+        assert envelope["ok"] is True, envelope
+        text = json.dumps(envelope)
+        assert "1781308800" not in text
+        assert "2032" not in text
+        assert "deprecat" not in text.lower()
+
+
+@pytest.mark.anyio
+async def test_every_server_stderr_line_is_a_json_object_with_the_shared_keys(
+    platform: PlatformServer, testing: httpx2.Client, tmp_path: Path
+):
+    """Platform choice (one log convention): each stderr line is one JSON object with ts (ISO-8601 UTC),
+    level, logger and event; a call's fields are top-level keys, never JSON inside the message."""
+    async with stdio_session(platform.base_url, tmp_path) as s:
+        await s.call(
+            "osbp_availability_find", {"service_id": NOTARIZATION, "schedule_id": ONLINE, "date": DAY}
+        )
+    lines = json_lines(s.stderr_path.read_text(encoding="utf-8"))
+    for line in lines:
+        assert {"ts", "level", "logger", "event"} <= set(line), line
+        assert datetime.fromisoformat(line["ts"]).utcoffset() == timedelta(0), line
+        assert line["level"] in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}, line
+        assert not line["event"].startswith("{"), line
+    by_event = {line["event"]: line for line in lines}
+    assert by_event["fixed_clock"]["now"] == format_instant(NOW)
+    assert by_event["serving_stdio"]["platform"] == {"vendor": "bookwell", "api_version": "2026-04-01"}
+    assert by_event["serving_stdio"]["audit"] == str(s.audit_path)
+    assert by_event["upstream_endpoint_deprecated"]["logger"] == "osbp.adapter.lifecycle"

@@ -1,0 +1,1 @@
+"""Helpers shared by the test suites, one module per concern."""
