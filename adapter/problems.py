@@ -17,7 +17,8 @@
 | 400 ``invalid_contact``, or ``invalid_request`` on a customer field | ``invalid_customer`` | no |
 | 400 ``invalid_purpose`` | ``invalid_verification_purpose`` | no |
 | 5xx, timeout, refused or broken connection | ``upstream_unavailable`` | yes |
-| anything else, an unreadable body, untranslatable data | ``internal_adapter_error`` | no |
+| data OSBP cannot represent exactly (a price, currency, weekday) | ``untranslatable_platform_data`` | no |
+| anything else, an unreadable body | ``internal_adapter_error`` | no |
 
 Messages are the adapter's own English prose. A platform's ``detail`` text is never copied into a
 Problem: it is foreign, may carry customer data, and is not a contract.
@@ -48,6 +49,7 @@ __all__ = [
     "PROVIDER_NOT_FOUND",
     "SCHEDULE_NOT_FOUND",
     "SERVICE_NOT_FOUND",
+    "UNTRANSLATABLE_PLATFORM_DATA",
     "UPSTREAM_UNAVAILABLE",
     "VERIFICATION_NOT_SUPPORTED",
     "at_edge",
@@ -67,6 +69,9 @@ SERVICE_NOT_FOUND = "service_not_found"
 SCHEDULE_NOT_FOUND = "schedule_not_found"
 PROVIDER_NOT_FOUND = "provider_not_found"
 PROVIDER_NOT_ELIGIBLE = "provider_not_eligible"
+#: The platform answered, but with a value OSBP cannot represent exactly: fail closed (OSBP spec, Money:
+#: an amount or currency that cannot be normalized is not safe to show, compare or book against).
+UNTRANSLATABLE_PLATFORM_DATA = "untranslatable_platform_data"
 
 T = TypeVar("T")
 logger = logging.getLogger("osbp.adapter")
@@ -198,9 +203,18 @@ def from_response(response: UpstreamResponse) -> Problem:
 
 
 async def at_edge(work: Callable[[], Awaitable[AdapterResult[T]]]) -> AdapterResult[T]:
-    """Run one adapter method; platform data OSBP cannot represent becomes ``internal_adapter_error``."""
+    """Run one adapter method; data OSBP cannot represent becomes ``untranslatable_platform_data``."""
     try:
         return await work()
     except UntranslatableData as exc:
         logger.error("untranslatable_platform_data", extra={"reason": str(exc)})
-        return Failure(internal_error("The platform sent data OSBP cannot represent safely."))
+        return Failure(
+            problem(
+                UNTRANSLATABLE_PLATFORM_DATA,
+                "The booking platform answered with a value OSBP cannot represent exactly (for example a "
+                "price that is not a plain decimal amount in the currency's minor unit), so this call "
+                "fails closed. Retrying will not help until the merchant's data is fixed; route to "
+                "handoff.request. The failure was recorded for the operator.",
+                retryable=False,
+            )
+        )

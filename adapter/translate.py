@@ -2,9 +2,12 @@
 
 * **Money**: Bookwell sends major-unit decimal strings (``"120.00"`` USD, ``"12000"`` JPY, ``"12.500"``
   KWD); they are scaled to ``amount_minor`` by the currency's ISO 4217 exponent through
-  :mod:`osbp.protocol.money`. Non-fixed kinds (``insurance_dependent``, ``quote_required``,
+  :mod:`osbp.protocol.money`, which reads them strictly (ASCII digits, an optional ``.`` and at most the
+  exponent's fractional digits). Non-fixed kinds (``insurance_dependent``, ``quote_required``,
   ``unknown``) become a Money with that ``type`` and no ``amount_minor``. A currency without a known
-  exponent, or an amount that does not fit it, is :class:`UntranslatableData` (fail closed).
+  exponent, an amount in any other form (``"+12.5"``, ``"1E2"``, ``"1_200.00"``, ``" 12.00"``,
+  full-width digits, ``"NaN"``), one with more fractional digits than the exponent, or one past
+  ``AMOUNT_MINOR_MAX`` minor units is :class:`UntranslatableData` (fail closed, never rounded).
 * **Durations**: minutes → ISO 8601 (``PT45M``, ``PT1H``).
 * **Weekdays**: Bookwell's ``0 = Sunday … 6 = Saturday`` → ISO ``1 = Monday … 7 = Sunday``.
 * **Times**: merchant wall-clock ``date`` + ``time`` is emitted as ``starts_at_local`` and converted to

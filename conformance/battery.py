@@ -1,7 +1,8 @@
 """`run_battery`: start one server, hold one session, run every check, return the report.
 
 The order matters only where the platform is concerned: reads first (their answers feed later checks),
-then the bookings, the mandate matrix, and last the checks graded over every recorded call.
+then the bookings, the mandate matrix, the checks graded over every recorded call, and last the one
+deliberately schema-invalid call.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import IO
 from pydantic import BaseModel, ConfigDict
 
 from osbp.conformance.booking_checks import grade_bookings
-from osbp.conformance.envelope_checks import grade_envelopes
+from osbp.conformance.envelope_checks import grade_envelopes, grade_rejections
 from osbp.conformance.fixtures import Fixtures
 from osbp.conformance.grading import CheckResult, Grader, Verdict
 from osbp.conformance.mandate_checks import grade_mandates
@@ -160,6 +161,7 @@ async def run_battery(
             await grade_bookings(probe)
             await grade_mandates(probe)
             grade_envelopes(grader, wire)
+            await grade_rejections(probe)
     except Exception as exc:  # a server that cannot be driven is a failed grade, not a crash
         if initialized:
             aborted = _describe(exc)

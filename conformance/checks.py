@@ -83,6 +83,12 @@ CATALOG: tuple[Check, ...] = (
         "Audit (beyond the spec)",
     ),
     _c("envelope.snake_case_keys", "every key in every result is snake_case", "Core Objects"),
+    _c(
+        "envelope.schema_invalid",
+        "a schema-invalid call answers the failure envelope {ok: false, problem} with isError true, as text"
+        " and structuredContent, without echoing the rejected value",
+        "Result Envelope",
+    ),
     # Shapes of the read tools.
     _c(
         "availability.fixture_slot",

@@ -1,7 +1,9 @@
 """Checks graded over every call of the run: envelopes, keys, money, time, operating hours, stdout.
 
 These run last, over the recorded exchanges, so one wrong result anywhere in the run fails the check and
-its detail names the call (`#<n> <tool>`, in call order).
+its detail names the call (`#<n> <tool>`, in call order). After them, `grade_rejections` makes the one
+deliberately schema-invalid call of the run and grades its answer on its own: the spec audits only
+schema-valid calls, so that answer is not held to the audit_event_id checks.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from typing import Any
 from iso4217 import Currency
 
 from osbp.conformance.grading import Grader, expect, summarize
+from osbp.conformance.probe import Probe
 from osbp.conformance.wallclock import parse_instant, parse_wall_clock, wall_clock_to_instants
 from osbp.conformance.wire import Exchange, Wire
 
-__all__ = ["grade_envelopes"]
+__all__ = ["SCHEMA_INVALID_CALL", "grade_envelopes", "grade_rejections"]
 
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 _HHMM = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
@@ -27,6 +30,9 @@ _NON_FIXED = {"insurance_dependent", "quote_required", "unknown"}
 _INSTANT_FIELDS = {"starts_at", "ends_at", "created_at", "expires_at"}
 _WALL_CLOCK_FIELDS = {"starts_at_local", "ends_at_local", "earliest_start", "latest_end"}
 _RUNTIME_KEYS = {"idempotency", "message"}
+#: The run's one schema-invalid call: availability.find's merchant-local date as a JSON number, which every
+#: published schema types as a string.
+SCHEMA_INVALID_CALL: tuple[str, dict[str, Any]] = ("osbp_availability_find", {"date": 20300502})
 
 
 def _walk(node: Any) -> Iterator[dict[str, Any]]:
@@ -282,3 +288,39 @@ def grade_envelopes(grader: Grader, wire: Wire) -> None:
     with grader.check("wire.stdout_clean"):
         stray = wire.stray_stdout
         expect(not stray, f"{len(stray)} non-protocol stdout line(s), first: {stray[0] if stray else ''}")
+
+
+def _rejection_problems(exchange: Exchange) -> list[str]:
+    if exchange.result is None:
+        return [exchange.describe()]
+    problems: list[str] = []
+    structured = exchange.result.structured_content
+    if not isinstance(structured, dict):
+        problems.append("no structuredContent envelope (a plain-text error is not the one envelope shape)")
+    if not exchange.has_text_json:
+        problems.append(exchange.text_problem or "the text content is not JSON")
+    elif structured is not None and exchange.text_json != structured:
+        problems.append("structuredContent differs from the text JSON")
+    envelope = exchange.envelope or {}
+    if envelope.get("ok") is not False:
+        problems.append(f"ok is {envelope.get('ok')!r}, not false")
+    if exchange.result.is_error is not True:
+        problems.append("isError is not true")
+    if extra := sorted(set(envelope) - {"ok", "problem", "audit_event_id", "osbp_runtime"}):
+        problems.append(f"unexpected {extra}")
+    problem = envelope.get("problem")
+    if envelope and not (isinstance(problem, dict) and problem.get("code") and problem.get("message")):
+        problems.append("no problem with a code and a message")
+    rejected = str(SCHEMA_INVALID_CALL[1]["date"])
+    if rejected in exchange.message:
+        problems.append("the message echoes the rejected value")
+    return problems
+
+
+async def grade_rejections(probe: Probe) -> None:
+    """Grade envelope.schema_invalid with one call whose arguments no published schema admits."""
+    with probe.grader.check("envelope.schema_invalid"):
+        exchange = await probe.wire.call(*SCHEMA_INVALID_CALL)
+        label = _label(len(probe.wire.exchanges) - 1, exchange)
+        problems = _rejection_problems(exchange)
+        expect(not problems, f"{label}: {summarize(problems)}")

@@ -6,8 +6,11 @@ Field names are the spec's wire names exactly. Two promises hold for every model
   ``dict``) or :meth:`OSBPModel.to_wire_json` (compact JSON text); both use ``exclude_none=True``.
   Plain ``model_dump()`` keeps pydantic's default and would emit ``None``: do not put it on the wire.
 * **Tool inputs are strict.** Unknown fields are rejected, nothing is coerced (``"9500"`` is not an
-  integer, ``"true"`` is not a boolean) and an explicit ``null`` anywhere in a tool input is rejected
-  (omit the field instead).
+  integer, ``"true"`` is not a boolean), an explicit ``null`` anywhere in a tool input is rejected
+  (omit the field instead), and so is a string with a lone surrogate (not Unicode text, so not I-JSON,
+  RFC 7493 §2.1, and not hashable as RFC 8785 canonical JSON).
+* **Amounts are JSON-safe integers.** ``amount_minor`` is at most :data:`AMOUNT_MINOR_MAX` (2**53 - 1, the
+  largest integer I-JSON and RFC 8785 represent exactly), in the models and in the published schemas.
 
 Mandate fields whose defects the validator must answer with a Problem code (a missing ``id``, a naked
 ``expires_at``, an offset on a wall-clock field) are plain, optional strings here on purpose: the schema
@@ -18,11 +21,14 @@ validator answers ``provider_unknown``), and ``date``/``time`` are plain strings
 
 from __future__ import annotations
 
+import re
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 __all__ = [
+    "AMOUNT_MINOR_MAX",
     "TOOL_NAMES",
     "Approval",
     "AuditEvent",
@@ -104,28 +110,50 @@ class OSBPModel(BaseModel):
         return self.model_dump_json(exclude_none=True)
 
 
-def _reject_nulls(value: Any, path: str) -> None:
+#: The largest ``amount_minor``: 2**53 - 1, the largest integer I-JSON (RFC 7493 §2.2) and RFC 8785 carry
+#: exactly. A larger amount could not be hashed for the audit log or the idempotency payload, and no
+#: price needs it (it is 90 trillion US dollars).
+AMOUNT_MINOR_MAX = 2**53 - 1
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _check_json_text(value: Any, path: str) -> None:
+    """Reject ``null`` (absent and null differ on the OSBP wire) and strings that are not Unicode text."""
     if isinstance(value, dict):
         for key, item in value.items():
+            if isinstance(key, str) and _SURROGATE.search(key):
+                raise PydanticCustomError(
+                    "lone_surrogate",
+                    "a field name in {where} is not valid Unicode text (a lone surrogate)",
+                    {"where": path or "the arguments"},
+                )
             where = f"{path}.{key}" if path else str(key)
             if item is None:
-                # Absent and null are different on the OSBP wire; a null is never silently read as absent.
-                raise ValueError(f"{where} is null; omit the field instead")
-            _reject_nulls(item, where)
+                # A null is never silently read as absent.
+                raise PydanticCustomError(
+                    "null_value", "{where} is null; omit the field instead", {"where": where}
+                )
+            _check_json_text(item, where)
     elif isinstance(value, list):
         for index, item in enumerate(value):
+            where = f"{path}[{index}]"
             if item is None:
-                raise ValueError(f"{path}[{index}] is null")
-            _reject_nulls(item, f"{path}[{index}]")
+                raise PydanticCustomError("null_value", "{where} is null", {"where": where})
+            _check_json_text(item, where)
+    elif isinstance(value, str) and _SURROGATE.search(value):
+        raise PydanticCustomError(
+            "lone_surrogate", "{where} is not valid Unicode text (a lone surrogate)", {"where": path}
+        )
 
 
 class ToolInput(OSBPModel):
-    """Base of the eight tool inputs: strict, closed, and ``null`` nowhere."""
+    """Base of the eight tool inputs: strict, closed, ``null`` nowhere, every string Unicode text."""
 
     @model_validator(mode="before")
     @classmethod
-    def _no_nulls(cls, data: Any) -> Any:
-        _reject_nulls(data, "")
+    def _json_text_only(cls, data: Any) -> Any:
+        _check_json_text(data, "")
         return data
 
 
@@ -135,7 +163,12 @@ class ToolInput(OSBPModel):
 class Money(OSBPModel):
     """A money-bearing value: `amount_minor` in the currency's ISO 4217 minor unit; `display` is a hint."""
 
-    amount_minor: int | None = Field(default=None, ge=0)
+    amount_minor: int | None = Field(
+        default=None,
+        ge=0,
+        le=AMOUNT_MINOR_MAX,
+        description="Integer amount in the currency's ISO 4217 minor unit, at most 2**53 - 1.",
+    )
     currency: str = Field(pattern=r"^[A-Z]{3}$")
     type: MoneyType | None = None
     display: str | None = None
@@ -452,13 +485,18 @@ class HandoffRequestInput(ToolInput):
 
 T = TypeVar("T")
 
+_AUDIT_ID_HELP = (
+    "The id of this call's audit record. Absent only when no record was written: a call rejected before "
+    "any handler ran (invalid_input, unknown_tool), or an audit log that failed to append."
+)
+
 
 class SuccessEnvelope(OSBPModel, Generic[T]):
     """``{ok: true, value, audit_event_id, osbp_runtime?}``."""
 
     ok: Literal[True] = True
     value: T
-    audit_event_id: str
+    audit_event_id: str | None = Field(default=None, description=_AUDIT_ID_HELP)
     osbp_runtime: RuntimeDiagnostics | None = None
 
 
@@ -467,5 +505,5 @@ class FailureEnvelope(OSBPModel):
 
     ok: Literal[False] = False
     problem: Problem
-    audit_event_id: str
+    audit_event_id: str | None = Field(default=None, description=_AUDIT_ID_HELP)
     osbp_runtime: RuntimeDiagnostics | None = None

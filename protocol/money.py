@@ -4,8 +4,14 @@
   published date in :data:`ISO4217_PUBLISHED`), never from a local shortlist and never a silent default
   of 2. A currency with no known exponent (unknown code, or a code such as XAU with no minor unit) is
   :class:`MoneyError` ("fails closed"): such a merchant currency is not safe to onboard.
-* Conversions are exact ``Decimal`` arithmetic. A major amount with more fractional digits than the
-  exponent allows is rejected, not rounded.
+* Conversions are exact ``Decimal`` arithmetic (never rounded by a ``Decimal`` context). A major amount
+  with more fractional digits than the exponent allows is rejected, not rounded, and so is one whose
+  ``amount_minor`` would exceed :data:`~osbp.protocol.models.AMOUNT_MINOR_MAX` (2**53 - 1).
+* A major amount given as **text** is native platform data and is read strictly: ASCII digits, optionally
+  a ``.`` and more ASCII digits, at most the exponent's number of fractional digits (``"95"``, ``"95.00"``,
+  ``"12000"`` JPY, ``"12.500"`` KWD). Signs, exponents, ``_`` separators, spaces, non-ASCII digits,
+  ``NaN`` and ``Infinity`` (all of which ``Decimal()`` and ``int()`` would accept) are a
+  :class:`MoneyError`. A ``Decimal``, ``int`` or ``float`` is judged by its value.
 * Display strings are CLDR-formatted by babel in the ``en`` locale with the ISO exponent as the number of
   decimals (``$95.00``, ``¥12,000``). Babel does not apply CLDR's currency-spacing rule, so this module
   does: a letter-ending symbol next to a digit gets CLDR's ``insertBetween`` (U+00A0 NO-BREAK SPACE), which
@@ -14,6 +20,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -23,7 +30,7 @@ import iso4217
 from babel import Locale
 from babel.numbers import get_currency_symbol, parse_pattern
 
-from osbp.protocol.models import Money
+from osbp.protocol.models import AMOUNT_MINOR_MAX, Money
 
 __all__ = [
     "CURRENCY_SPACING",
@@ -47,6 +54,8 @@ ISO4217_PUBLISHED: str = str(iso4217.__published__)
 #: CLDR root ``currencySpacing/insertBetween``.
 CURRENCY_SPACING = "\u00a0"
 _DISPLAY_LOCALE = "en"
+#: A major-unit amount as text: ASCII only (``\d`` and ``str.isdigit`` would take any Unicode digit).
+_MAJOR_TEXT = re.compile(r"([0-9]+)(?:\.([0-9]+))?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,15 +77,33 @@ def minor_unit_exponent(currency: str) -> int | None:
     return exponent if isinstance(exponent, int) else None
 
 
-def _decimal(amount: Decimal | int | str | float) -> Decimal | None:
+def _clip(amount: object) -> str:
+    text = repr(amount)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _text_decimal(text: str, exponent: int) -> Decimal | MoneyError:
+    match = _MAJOR_TEXT.fullmatch(text)
+    if match is None:
+        return MoneyError(f"amount {_clip(text)} is not a plain decimal number (digits, optionally . digits)")
+    if len(match.group(2) or "") > exponent:
+        return MoneyError(f"amount {_clip(text)} has more than {exponent} fractional digits")
+    return Decimal(text)
+
+
+def _decimal(amount: Decimal | int | str | float, exponent: int) -> Decimal | MoneyError:
+    if isinstance(amount, str):
+        return _text_decimal(amount, exponent)
     if isinstance(amount, bool):
-        return None
+        return MoneyError(f"amount {amount!r} is not a number")
     try:
         # A float goes through its shortest round-trip repr: 12.5 -> "12.5", never 12.4999999….
         value = Decimal(repr(amount)) if isinstance(amount, float) else Decimal(amount)
-    except (InvalidOperation, ValueError):
-        return None
-    return value if value.is_finite() else None
+    except (InvalidOperation, ValueError, TypeError):
+        return MoneyError(f"amount {_clip(amount)} is not a number")
+    if not value.is_finite():
+        return MoneyError(f"amount {_clip(amount)} is not a finite decimal number")
+    return value
 
 
 def major_to_minor(amount: Decimal | int | str | float, currency: str) -> int | MoneyError:
@@ -84,15 +111,19 @@ def major_to_minor(amount: Decimal | int | str | float, currency: str) -> int | 
     exponent = minor_unit_exponent(currency)
     if exponent is None:
         return MoneyError(f"currency {currency!r} has no known ISO 4217 minor unit")
-    value = _decimal(amount)
-    if value is None:
-        return MoneyError(f"amount {amount!r} is not a finite decimal number")
+    value = _decimal(amount, exponent)
+    if isinstance(value, MoneyError):
+        return value
     if value < 0:
-        return MoneyError(f"amount {amount!r} is negative")
-    scaled = value.scaleb(exponent)
-    if scaled != scaled.to_integral_value():
-        return MoneyError(f"amount {amount!r} has more than {exponent} fractional digits for {currency}")
-    return int(scaled)
+        return MoneyError(f"amount {_clip(amount)} is negative")
+    # Comparisons are exact; checking the bound first keeps every later step within 28 digits, so the
+    # default Decimal context never rounds.
+    if value > Decimal(AMOUNT_MINOR_MAX).scaleb(-exponent):
+        return MoneyError(f"amount {_clip(amount)} exceeds the largest amount_minor (2**53 - 1)")
+    quantized = value.quantize(Decimal(1).scaleb(-exponent))
+    if quantized != value:
+        return MoneyError(f"amount {_clip(amount)} has more than {exponent} fractional digits for {currency}")
+    return int(quantized.scaleb(exponent))
 
 
 def minor_to_major(amount_minor: int, currency: str) -> Decimal | MoneyError:
@@ -141,11 +172,11 @@ def format_display(amount_minor: int, currency: str) -> str | None:
 
 def money_from_minor(amount_minor: int, currency: str) -> Money | MoneyError:
     """A fixed Money with its display hint from an ``amount_minor``."""
+    if not 0 <= amount_minor <= AMOUNT_MINOR_MAX:
+        return MoneyError(f"amount_minor {_clip(amount_minor)} is outside 0..2**53 - 1")
     display = format_display(amount_minor, currency)
     if display is None:
         return MoneyError(f"currency {currency!r} has no known ISO 4217 minor unit")
-    if amount_minor < 0:
-        return MoneyError("amount_minor is negative")
     return Money(amount_minor=amount_minor, currency=currency, type="fixed", display=display)
 
 

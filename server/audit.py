@@ -17,6 +17,11 @@ Promises:
 * **One chain across processes.** Reading the last hash, appending the line and ``fsync`` happen under an
   exclusive ``fcntl`` lock on the file, so several servers appending to one file keep one valid chain.
 * **Private.** The file is created ``0600``; a directory the log creates is ``0700``.
+* **One record, one line.** Besides JSON's own escapes, U+0085, U+2028 and U+2029 are written escaped:
+  they are line breaks to ``str.splitlines`` and other line readers.
+* **Every schema-valid input can be recorded.** Tool inputs are I-JSON (no lone surrogates, amounts at
+  most 2**53 - 1: :mod:`osbp.protocol.models`), so redaction, RFC 8785 canonical JSON and SHA-256 never
+  fail on them; the test suite checks this property over every tool's published input schema.
 
 Known limits: without a key, someone who can rewrite the whole file can recompute every hash; with or
 without one, a truncated tail is indistinguishable from a shorter log. Anchor the head (``osbp audit
@@ -68,6 +73,9 @@ GENESIS_HASH = "0" * 64
 _TAIL_CHUNK = 4096
 #: The fields computed from the rest of a record, so never part of its hash.
 _AFTER_HASH = frozenset({"hash", "mac"})
+#: Characters JSON may leave raw inside a string that Python's ``str.splitlines`` (and other line readers)
+#: treat as line breaks; written escaped, so one record is always exactly one line to every reader.
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 class Decision(BaseModel):
@@ -233,7 +241,8 @@ class AuditLog:
             try:
                 wire = self._link(snapshot, _last_hash(fd))
                 # The very dict that was hashed is written, so verification sees exactly what was hashed.
-                line = json.dumps(wire, ensure_ascii=False, separators=(",", ":")) + "\n"
+                text = json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
+                line = text.translate(_LINE_BREAKS) + "\n"
                 _write_all(fd, line.encode("utf-8"))
                 os.fsync(fd)
             finally:

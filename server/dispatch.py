@@ -1,21 +1,30 @@
 """One tool call, end to end: validate, run through the adapter, audit, answer with the OSBP envelope.
 
-:meth:`ToolDispatcher.call` is the whole pipeline behind ``tools/call``:
+:meth:`ToolDispatcher.call` is the whole pipeline behind ``tools/call``. Every answer, including a
+rejection, is the one OSBP envelope shape as compact JSON text and identical ``structured_content``,
+with ``is_error`` exactly when ``ok`` is false:
 
-1. an unknown tool name, or arguments that fail the protocol's strict input model, are rejected here:
-   nothing runs and nothing is audited (the spec audits schema-valid calls);
+1. an unknown tool name (``unknown_tool``), or arguments that fail the protocol's strict input model
+   (``invalid_input``, the message naming each field and rule in plain words, never the rejected
+   value), are rejected here: nothing runs, nothing is audited, and the envelope has no
+   ``audit_event_id`` (the spec audits the schema-valid calls that reach a handler);
 2. the call runs inside :func:`~osbp.protocol.upstream.capture_upstream`: ``handoff.request`` is
-   answered locally, every other tool by its adapter method; an exception escaping the adapter becomes
-   an ``internal_adapter_error`` Problem, its traceback going only to the server's stderr log;
+   answered locally, every other tool by its adapter method; an exception escaping the adapter, or an
+   answer that is not JSON text (a lone surrogate, a NaN), becomes an ``internal_adapter_error``
+   Problem, the details going only to the server's stderr log;
 3. exactly one audit record is appended (redacted, chained) and its id becomes ``audit_event_id``;
-4. the envelope is returned as compact JSON text and identical ``structured_content``, with
-   ``is_error`` exactly when ``ok`` is false.
+4. if that append fails, no envelope names the record that does not exist. A tool with an effect
+   (``booking.create``, ``verification.send``, ``verification.verify``) still answers what happened,
+   without ``audit_event_id``, and the server logs ``audit_append_failed`` at CRITICAL; a read-only tool
+   answers the retryable ``audit_unavailable`` Problem instead of its value, logged at ERROR (see
+   ``docs/server.md`` for why).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -46,9 +55,30 @@ from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.tools import tool_spec
 from osbp.protocol.upstream import capture_upstream
 from osbp.server.audit import AuditDraft, AuditLog, Decision
-from osbp.server.tools import dotted_name
+from osbp.server.tools import TOOL_DEFINITIONS, dotted_name
 
-__all__ = ["Outcome", "ToolDispatcher", "envelope_result", "new_audit_id"]
+__all__ = [
+    "AUDIT_UNAVAILABLE",
+    "INVALID_INPUT",
+    "UNKNOWN_TOOL",
+    "Outcome",
+    "ToolDispatcher",
+    "envelope_result",
+    "new_audit_id",
+]
+
+#: Arguments that fail the tool's input schema (the reference adapter uses the same code for input its
+#: own checks reject, such as a malformed date).
+INVALID_INPUT = "invalid_input"
+#: A ``tools/call`` naming a tool this server does not offer.
+UNKNOWN_TOOL = "unknown_tool"
+#: A read-only call whose audit record could not be written; retryable, since nothing changed.
+AUDIT_UNAVAILABLE = "audit_unavailable"
+
+#: Tools whose call changes something outside the server; their answer is never withheld.
+_EFFECTFUL: frozenset[ToolName] = frozenset(
+    definition.name for definition in TOOL_DEFINITIONS.values() if not definition.annotations.read_only_hint
+)
 
 logger = logging.getLogger("osbp.server")
 
@@ -114,9 +144,21 @@ def _without_audit_id(envelope: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in envelope.items() if key != "audit_event_id"}
 
 
-def envelope_result(envelope: dict[str, Any]) -> CallToolResult:
-    """The MCP result of an envelope: compact JSON text, the same object as structured content."""
-    text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+def _dumps(envelope: dict[str, Any], *, strict: bool = False) -> str:
+    return json.dumps(envelope, ensure_ascii=False, separators=(",", ":"), allow_nan=not strict)
+
+
+def _json_text(envelope: dict[str, Any]) -> str | None:
+    """The compact JSON text of an envelope, or ``None`` if it is not JSON text (NaN, a lone surrogate)."""
+    try:
+        text = _dumps(envelope, strict=True)
+        text.encode("utf-8")
+    except (ValueError, TypeError):  # UnicodeEncodeError is a ValueError
+        return None
+    return text
+
+
+def _result(envelope: dict[str, Any], text: str) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=envelope,
@@ -124,18 +166,100 @@ def envelope_result(envelope: dict[str, Any]) -> CallToolResult:
     )
 
 
-def _rejected(message: str) -> CallToolResult:
-    # Not an envelope: the call never reached a handler, so there is no audit event to point at.
-    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+def envelope_result(envelope: dict[str, Any]) -> CallToolResult:
+    """The MCP result of an envelope: compact JSON text, the same object as structured content."""
+    return _result(envelope, _dumps(envelope))
+
+
+def _rejected(rejection: Problem) -> CallToolResult:
+    # The call never reached a handler: the failure envelope, with no audit event to point at.
+    return envelope_result(_envelope(Outcome(problem=rejection), None))
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def _name_of(part: object) -> str:
+    """A caller-supplied name safe to repeat: as is when it is a plain identifier, else quoted ASCII."""
+    text = str(part)
+    if _IDENTIFIER.fullmatch(text):
+        return text
+    clipped = text if len(text) <= 64 else text[:63] + "…"
+    return json.dumps(clipped)  # ensure_ascii: escapes control characters and lone surrogates
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    where = ""
+    for part in loc:
+        if isinstance(part, int):
+            where += f"[{part}]"
+        else:
+            where += ("." if where else "") + _name_of(part)
+    return where
+
+
+def _expected(text: str) -> str:
+    # pydantic writes the allowed literals as Python reprs ('fixed', True); the caller speaks JSON.
+    text = re.sub(r"'([^']*)'", r'"\1"', text)
+    return re.sub(r"\b(True|False)\b", lambda match: match.group(1).lower(), text)
+
+
+#: Plain-words rules for the pydantic error types a strict, closed tool input can produce.
+_RULES: dict[str, str] = {
+    "missing": "is required",
+    "extra_forbidden": "is not a field this tool accepts",
+    "string_type": "must be a string",
+    "int_type": "must be an integer",
+    "bool_type": "must be true or false",
+    "list_type": "must be an array",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "dict_type": "must be an object",
+}
+
+
+def _rule(item: Any) -> str:
+    kind, ctx = item["type"], item.get("ctx") or {}
+    if kind in _RULES:
+        return _RULES[kind]
+    if kind == "literal_error":
+        return f"must be {_expected(str(ctx.get('expected', 'one of the allowed values')))}"
+    if kind == "string_too_short":
+        return (
+            "must not be empty"
+            if ctx.get("min_length") == 1
+            else f"must be at least {ctx['min_length']} characters"
+        )
+    if kind == "string_pattern_mismatch":
+        return f"must match the pattern {ctx.get('pattern')}"
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx.get('ge')}"
+    if kind == "less_than_equal":
+        return f"must be at most {ctx.get('le')}"
+    # Anything else: pydantic's own sentence, which names the rule and never the value.
+    return str(item["msg"]).removeprefix("Value error, ")
+
+
+def _detail(item: Any) -> str:
+    if item["type"] in ("null_value", "lone_surrogate"):
+        return str(item["msg"])  # the model's own sentence already names the field
+    where = _location(tuple(item["loc"]))
+    return f"{where or 'the arguments'} {_rule(item)}"
+
+
+_MAX_DETAILS = 5
 
 
 def _validation_message(mcp_name: str, error: ValidationError) -> str:
-    # Locations and reasons only: the rejected values are the caller's data (and may be personal).
-    details = "; ".join(
-        f"{'.'.join(str(part) for part in item['loc']) or '(arguments)'}: {item['msg']}"
-        for item in error.errors(include_url=False, include_input=False)
+    # Locations and rules only: the rejected values are the caller's data (and may be personal).
+    details = [_detail(item) for item in error.errors(include_url=False, include_input=False)]
+    shown = "; ".join(details[:_MAX_DETAILS])
+    if len(details) > _MAX_DETAILS:
+        shown += f"; and {len(details) - _MAX_DETAILS} more"
+    return (
+        f"Invalid arguments for {mcp_name}: {shown}. Nothing ran and nothing was recorded; correct the "
+        "arguments and call again."
     )
-    return f"Invalid arguments for {mcp_name} (nothing ran and nothing was recorded): {details}"
 
 
 def _mandate_context(name: ToolName, inp: ToolInput) -> tuple[str | None, dict[str, Any] | None]:
@@ -177,12 +301,20 @@ class ToolDispatcher:
         """Validate, run, audit and answer one ``tools/call``."""
         name = dotted_name(mcp_name)
         if name is None:
-            return _rejected(f"Unknown tool {mcp_name!r}; this server offers the eight osbp_* tools.")
+            logger.info("unknown_tool_called")
+            return _rejected(
+                problem(
+                    UNKNOWN_TOOL,
+                    f"This server has no tool named {_name_of(mcp_name)}. It offers the eight osbp_* tools "
+                    "(see tools/list). Nothing ran and nothing was recorded.",
+                    retryable=False,
+                )
+            )
         try:
             inp = tool_spec(name).input_model.model_validate(dict(arguments or {}))
         except ValidationError as error:
             logger.info("tool_arguments_rejected", extra={"tool": name, "errors": error.error_count()})
-            return _rejected(_validation_message(mcp_name, error))
+            return _rejected(problem(INVALID_INPUT, _validation_message(mcp_name, error), retryable=False))
         # Shielded: once a call has started, a client disconnect or cancel must not cut it off between the
         # platform's answer and the audit record (a booking created but never audited).
         with anyio.CancelScope(shield=True):
@@ -194,6 +326,13 @@ class ToolDispatcher:
             outcome = await self._run(name, inp)
         event_id = self._new_event_id()
         envelope = _envelope(outcome, event_id)
+        text = _json_text(envelope)
+        if text is None:
+            # Neither the wire nor the audit log can carry it; the details stay in the operator log.
+            logger.error("adapter_answer_not_json", extra={"tool": name})
+            outcome = Outcome(problem=problem(ProblemCode.INTERNAL_ADAPTER_ERROR))
+            envelope = _envelope(outcome, event_id)
+            text = _dumps(envelope)
         mandate_id, mandate = _mandate_context(name, inp)
         draft = AuditDraft(
             id=event_id,
@@ -214,10 +353,34 @@ class ToolDispatcher:
         try:
             await self._audit.aappend(draft)
         except Exception:
-            # The action already happened (a booking cannot be taken back): answer it, and make the
-            # missing audit record impossible for the operator to overlook.
-            logger.exception("audit_append_failed", extra={"tool": name, "audit_event_id": event_id})
-        return envelope_result(envelope)
+            return self._unaudited(name, outcome, mandate_id)
+        return _result(envelope, text)
+
+    def _unaudited(self, name: ToolName, outcome: Outcome, mandate_id: str | None) -> CallToolResult:
+        """The answer when the audit record could not be written: never an id that names no record."""
+        fields = {
+            "tool": name,
+            "ok": outcome.ok,
+            "code": outcome.problem.code if outcome.problem else None,
+            "mandate_id": mandate_id,
+        }
+        if name in _EFFECTFUL:
+            # The action already happened (a booking cannot be taken back, a message cannot be unsent):
+            # the agent must see it, and the operator must not be able to overlook the missing record.
+            logger.critical("audit_append_failed", exc_info=True, extra=fields | {"answered": "unaudited"})
+            return envelope_result(_envelope(outcome, None))
+        # Nothing changed: withhold the read rather than answer an unaudited call, so an agent stops
+        # before it reaches a booking.create that could not be audited either.
+        logger.error("audit_append_failed", exc_info=True, extra=fields | {"answered": AUDIT_UNAVAILABLE})
+        return _rejected(
+            problem(
+                AUDIT_UNAVAILABLE,
+                "The server could not record this call in its audit log, so it withheld the answer; "
+                "nothing was changed. Retry shortly; if this persists, the operator must repair the audit "
+                "log (see the server's log) before any booking.",
+                retryable=True,
+            )
+        )
 
     async def _run(self, name: ToolName, inp: ToolInput) -> Outcome:
         try:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import logging
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -9,7 +12,17 @@ import pytest
 
 from osbp.adapter.problems import from_response, unavailable
 from osbp.adapter.upstream import UpstreamResponse, UpstreamUnavailable
-from osbp.protocol.models import UpstreamMeta
+from osbp.protocol.clock import FixedClock
+from osbp.protocol.models import AvailabilityFindInput, ServiceDescribeInput, UpstreamMeta
+from tests.adapter.conftest import (
+    CLEANING,
+    DAY,
+    NOW,
+    ForwardingTransport,
+    Platform,
+    make_adapter,
+    problem_of,
+)
 
 SECRET_DETAIL = "Customer Jane Customer +12125550199 already holds 2026-05-05 10:00 (row 42, node db-3)"
 
@@ -119,3 +132,50 @@ def test_mapped_problems_are_fresh_values() -> None:
     first = from_response(response(404, "service_not_found"))
     first.message = "changed"
     assert from_response(response(404, "service_not_found")).message != "changed"
+
+
+class NativePriceTransport(ForwardingTransport):
+    """The real platform, except that every native price amount it sends is replaced with ``amount``."""
+
+    def __init__(self, amount: str) -> None:
+        super().__init__()
+        self.amount = amount
+
+    def _rewrite(self, node: Any) -> Any:
+        if isinstance(node, dict):
+            if node.get("kind") == "fixed" and "amount" in node:
+                return node | {"amount": self.amount}
+            return {key: self._rewrite(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [self._rewrite(item) for item in node]
+        return node
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send for real; rewrite the prices on the way back."""
+        response = await super().handle_async_request(request)
+        body = json.loads(await response.aread())
+        # The platform's own headers, except the length of the body this replaces.
+        headers = [(name, value) for name, value in response.headers.items() if name != "content-length"]
+        return httpx2.Response(response.status_code, headers=headers, json=self._rewrite(body))
+
+
+@pytest.mark.parametrize("amount", ["99999999999999999999", "120.001", "１２０.００", "1E2", "NaN"])
+@pytest.mark.anyio
+async def test_a_native_price_osbp_cannot_represent_is_untranslatable_platform_data(
+    platform: Platform, tmp_path: Path, caplog: pytest.LogCaptureFixture, amount: str
+) -> None:
+    """OSBP spec, Money (fail closed); docs/adapter.md: bad platform data is a Problem, not a throw."""
+    transport = NativePriceTransport(amount)
+    adapter = make_adapter(platform.base_url, tmp_path / "s.sqlite3", FixedClock(NOW), transport=transport)
+    try:
+        with caplog.at_level(logging.ERROR, logger="osbp.adapter"):
+            described = problem_of(await adapter.describe_service(ServiceDescribeInput(service_id=CLEANING)))
+            where = AvailabilityFindInput(service_id=CLEANING, date=DAY)
+            found = problem_of(await adapter.find_availability(where))
+    finally:
+        await adapter.aclose()
+    for failure in (described, found):
+        assert (failure.problem.code, failure.problem.retryable) == ("untranslatable_platform_data", False)
+        assert amount not in failure.problem.message
+    events = [json.loads(record.getMessage()) for record in caplog.records]
+    assert [event["event"] for event in events] == ["untranslatable_platform_data"] * 2

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import iso4217
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -169,6 +171,101 @@ def test_unsafe_money_fails_closed(price: NativePrice) -> None:
     """OSBP spec, Money: an unknown exponent is not safe to onboard; digits are never rounded away."""
     with pytest.raises(UntranslatableData):
         translate.money(price)
+
+
+@pytest.mark.parametrize(
+    ("amount", "currency"),
+    [
+        ("99999999999999999999", "USD"),  # 2**53 - 1 is 90071992547409.91 USD
+        ("90071992547409.92", "USD"),  # one minor unit past the bound
+        ("9007199254740992", "JPY"),
+        ("1" * 5000, "USD"),
+        ("１２０.００", "USD"),  # full-width digits: Decimal() and int() take them
+        ("١٢٠", "JPY"),  # Arabic-Indic digits
+        ("1_200.00", "USD"),
+        ("+12.50", "USD"),
+        ("-0.00", "USD"),
+        ("1E2", "USD"),
+        ("1e2", "JPY"),
+        ("NaN", "USD"),
+        ("Infinity", "USD"),
+        (" 12.00", "USD"),
+        ("12.00 ", "USD"),
+        ("12.00\n", "USD"),
+        ("12.", "USD"),
+        (".50", "USD"),
+        ("12,00", "EUR"),
+        ("", "USD"),
+        ("12.000", "USD"),  # more fractional digits than the exponent, even zeros: not the native form
+        ("12.0000000000000000000000000000001", "USD"),  # would round to 12.00 in a 28-digit context
+        ("12000.0", "JPY"),
+    ],
+)
+def test_a_native_amount_that_is_not_strictly_a_plain_decimal_is_untranslatable(
+    amount: str, currency: str
+) -> None:
+    """OSBP spec, Money; docs/backend-api.md: only a plain decimal with at most the currency's minor
+    digits, within 2**53 - 1 minor units, becomes Money; anything else fails closed, never rounded."""
+    with pytest.raises(UntranslatableData):
+        translate.money(NativePrice(kind="fixed", amount=amount, currency=currency))
+
+
+@pytest.mark.parametrize(
+    ("amount", "currency", "minor"),
+    [
+        ("90071992547409.91", "USD", 2**53 - 1),
+        ("9007199254740991", "JPY", 2**53 - 1),
+        ("0.00", "USD", 0),
+        ("95", "USD", 9500),  # fewer fractional digits than the exponent are exact
+        ("007.50", "USD", 750),
+    ],
+)
+def test_plain_decimals_up_to_the_bound_translate_exactly(amount: str, currency: str, minor: int) -> None:
+    """OSBP spec, Money: amount_minor is exact up to 2**53 - 1, the largest JSON-safe integer."""
+    assert translate.money(NativePrice(kind="fixed", amount=amount, currency=currency)).amount_minor == minor
+
+
+_CURRENCIES = sorted(c.code for c in iso4217.Currency if isinstance(c.exponent, int))
+_NUMBERISH = st.from_regex(
+    r"[-+ ]?[0-9０-９١_]{0,20}([.,][0-9]{0,6})?([eE][-+]?[0-9]{1,3})?\s?", fullmatch=True
+)
+
+
+def _expected_minor(text: str, exponent: int) -> int | None:
+    """The amount_minor of ``text`` by plain integer arithmetic, or None when it must be refused."""
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?", text):
+        return None
+    whole, _, fraction = text.partition(".")
+    if len(fraction) > exponent:
+        return None
+    minor = int(whole + fraction.ljust(exponent, "0"))
+    return minor if minor <= 2**53 - 1 else None
+
+
+@given(
+    amount=st.one_of(
+        _NUMBERISH,
+        st.text(max_size=12),
+        st.integers(min_value=0, max_value=2**60).map(str),
+        st.decimals(min_value=0, max_value=10**14, allow_nan=False, places=3).map(str),
+    ),
+    currency=st.sampled_from(_CURRENCIES),
+)
+def test_a_native_amount_is_either_exact_money_or_untranslatable(amount: str, currency: str) -> None:
+    """OSBP spec, Money: a fixed native price becomes exactly the Money plain arithmetic gives, with a
+    display hint, or fails closed as untranslatable data; it never raises anything else (property)."""
+    exponent = iso4217.Currency(currency).exponent
+    assert isinstance(exponent, int)
+    expected = _expected_minor(amount, exponent)
+    price = NativePrice(kind="fixed", amount=amount, currency=currency)
+    if expected is None:
+        with pytest.raises(UntranslatableData):
+            translate.money(price)
+        return
+    money = translate.money(price)
+    assert (money.amount_minor, money.currency, money.type) == (expected, currency, "fixed")
+    assert isinstance(money.display, str)
+    assert money.display
 
 
 @pytest.mark.parametrize(

@@ -40,8 +40,10 @@ EXPECTED_FAILURES = {
         "boundary.window_minus_minute_refuses",
     },
     "jpy_cents": {"money.jpy_minor_units"},
-    "error_without_iserror": {"envelope.is_error_matches_ok"},
+    # Its schema-invalid rejection is an ok:false envelope with isError false too.
+    "error_without_iserror": {"envelope.is_error_matches_ok", "envelope.schema_invalid"},
     "stdout_noise": {"wire.stdout_clean"},
+    "plain_text_rejection": {"envelope.schema_invalid"},
 }
 
 

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-import pytest
+from typing import Any, cast
 
-from osbp.conformance.envelope_checks import grade_envelopes
+import pytest
+from mcp.types import CallToolResult, TextContent
+
+from osbp.conformance.envelope_checks import grade_envelopes, grade_rejections
+from osbp.conformance.fixtures import Fixtures
 from osbp.conformance.grading import Grader, Verdict
-from tests.conformance.fake_session import recorded, result
+from osbp.conformance.payloads import Payloads
+from osbp.conformance.probe import Probe
+from osbp.conformance.wire import Wire
+from tests.conformance.fake_session import ScriptedSession, recorded, result
 
 pytestmark = pytest.mark.anyio
 
@@ -146,3 +153,56 @@ async def test_no_times_at_all_fails_the_time_checks_rather_than_passing_vacuous
         "time.wall_clock_naked",
         "time.instant_matches_wall_clock",
     }
+
+
+async def _rejection(answer: CallToolResult) -> tuple[Verdict, str]:
+    grader = Grader()
+    wire = Wire(cast(Any, ScriptedSession([answer])), call_timeout=5)
+    await grade_rejections(Probe(wire, cast(Fixtures, None), grader, cast(Payloads, None), None, 5))
+    [row] = [
+        r for r in grader.results(missing=Verdict.SKIP, missing_detail="") if r.verdict is not Verdict.SKIP
+    ]
+    assert row.check.id == "envelope.schema_invalid"
+    assert wire.exchanges[0].arguments == {"date": 20300502}
+    return row.verdict, row.detail
+
+
+REJECTED = {
+    "ok": False,
+    "problem": {"code": "invalid_input", "message": "date must be a string", "retryable": False},
+}
+
+
+async def test_a_schema_invalid_call_answered_with_the_failure_envelope_passes():
+    """OSBP spec, Result Envelope: every tool returns one envelope shape, a rejection included."""
+    assert await _rejection(result(REJECTED)) == (Verdict.PASS, "")
+
+
+async def test_an_audit_event_id_on_a_rejection_is_allowed():
+    """OSBP spec, Audit: only schema-valid calls must be audited; auditing a rejection is not wrong."""
+    assert (await _rejection(result(REJECTED | {"audit_event_id": "aud_1"})))[0] is Verdict.PASS
+
+
+@pytest.mark.parametrize(
+    ("answer", "because"),
+    [
+        (
+            CallToolResult(content=[TextContent(type="text", text="Error executing tool")], is_error=True),
+            "no structuredContent envelope",
+        ),
+        (result(REJECTED, is_error=False), "isError is not true"),
+        (result({"ok": True, "value": [], "audit_event_id": "aud_1"}), "ok is True, not false"),
+        (result(REJECTED | {"debug": 1}), "unexpected ['debug']"),
+        (result({"ok": False, "problem": {"code": "invalid_input"}}), "no problem with a code and a message"),
+        (
+            result({"ok": False, "problem": {"code": "x", "message": "input_value=20300502 is not a str"}}),
+            "echoes the rejected value",
+        ),
+    ],
+)
+async def test_a_rejection_outside_the_envelope_shape_fails(answer, because):
+    """OSBP spec, Result Envelope: agents branch on problem.code only, so a rejection needs one."""
+    verdict, detail = await _rejection(answer)
+    assert verdict is Verdict.FAIL
+    assert because in detail
+    assert detail.startswith("#1 osbp_availability_find: ")

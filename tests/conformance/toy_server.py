@@ -11,6 +11,7 @@ tests' scenario endpoint writes it. Broken variants:
     jpy_cents              reports JPY prices x100, as if the currency had cents
     error_without_iserror  returns ok:false envelopes with isError false
     stdout_noise           prints a banner to stdout before serving
+    plain_text_rejection   answers schema-invalid arguments with the SDK's plain-text error
 
 Deliberately self-contained (no import from the project or the battery), so it grades nothing by sharing
 code with the grader.
@@ -30,9 +31,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import ValidationError
 
-BREAKS = ("no_mandate_check", "jpy_cents", "error_without_iserror", "stdout_noise")
+BREAKS = ("no_mandate_check", "jpy_cents", "error_without_iserror", "stdout_noise", "plain_text_rejection")
 ORG = {
     "id": "conformance_co",
     "name": "Conformance Co",
@@ -97,13 +100,23 @@ class Toy:
         self.bookings: dict[str, dict[str, Any]] = {}
 
     # --- envelopes -------------------------------------------------------------------------------------
-    def answer(self, body: dict[str, Any]) -> CallToolResult:
-        body["audit_event_id"] = f"aud_{secrets.token_hex(8)}"
+    def answer(self, body: dict[str, Any], *, audited: bool = True) -> CallToolResult:
+        if audited:
+            body["audit_event_id"] = f"aud_{secrets.token_hex(8)}"
         is_error = body["ok"] is False and "error_without_iserror" not in self.breaks
         text = json.dumps(body, separators=(",", ":"))
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=body, is_error=is_error
         )
+
+    def reject(self, error: ValidationError) -> CallToolResult:
+        # Never reached a handler: the failure envelope, fields and rules only, and nothing audited.
+        fields = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}"
+            for item in error.errors(include_url=False, include_input=False)
+        )
+        problem = {"code": "invalid_input", "message": f"Invalid arguments: {fields}.", "retryable": False}
+        return self.answer({"ok": False, "problem": problem}, audited=False)
 
     def run(self, work: Any) -> CallToolResult:
         try:
@@ -319,8 +332,25 @@ class Toy:
         return self.bookings[booking_id]
 
 
+class ToyServer(MCPServer):
+    """MCPServer, except that arguments its signature checks reject still get the OSBP envelope."""
+
+    def __init__(self, toy: Toy) -> None:
+        super().__init__("osbp-toy", version="0.1.0", log_level="WARNING")
+        self.toy = toy
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError) or "plain_text_rejection" in self.toy.breaks:
+                raise
+            return self.toy.reject(cause)
+
+
 def build(toy: Toy) -> MCPServer:
-    server = MCPServer("osbp-toy", version="0.1.0", log_level="WARNING")
+    server = ToyServer(toy)
 
     def hints(read_only: bool, *, destructive: bool = False, idempotent: bool = True) -> ToolAnnotations:
         return ToolAnnotations(

@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from osbp.protocol.models import (
+    AMOUNT_MINOR_MAX,
     Approval,
     AvailabilityFindInput,
     BookingCreateInput,
@@ -125,6 +126,13 @@ def test_envelopes_have_the_spec_shapes() -> None:
         ({"customer": None}, "customer"),
         ({"mandate": {**SPEC_MANDATE, "allowed_actions": ["booking.cancel"]}}, "allowed_actions"),
         ({"provider_id": 7}, "provider_id"),
+        (
+            {"mandate": {**SPEC_MANDATE, "max_price": {"amount_minor": 2**53, "currency": "USD"}}},
+            "amount_minor",
+        ),
+        ({"mandate": {**SPEC_MANDATE, "max_extra_fee": {"amount_minor": 10**30, "currency": "USD"}}}, "9007"),
+        ({"customer": {"display_name": "Jane \ud800"}}, "customer.display_name"),
+        ({"customer": {"\udc00": "x"}}, "a field name in customer"),
     ],
 )
 def test_strict_input_rejects_coercion_unknown_fields_and_nulls(patch: dict[str, Any], where: str) -> None:
@@ -151,6 +159,14 @@ def test_required_fields_of_small_inputs() -> None:
     with pytest.raises(ValidationError):
         HandoffRequestInput.model_validate({"reason": "x"})
     assert AvailabilityFindInput.model_validate({"date": "2026-05-05"}).date == "2026-05-05"
+
+
+def test_amount_minor_is_bounded_by_the_largest_json_safe_integer() -> None:
+    """RFC 7493 §2.2 and RFC 8785: 2**53 - 1 is the largest integer I-JSON carries and JCS hashes."""
+    assert AMOUNT_MINOR_MAX == 9007199254740991
+    assert Money(amount_minor=AMOUNT_MINOR_MAX, currency="JPY").amount_minor == AMOUNT_MINOR_MAX
+    with pytest.raises(ValidationError, match="less than or equal to 9007199254740991"):
+        Money(amount_minor=AMOUNT_MINOR_MAX + 1, currency="JPY")
 
 
 def test_money_rejects_negative_amounts_and_lowercase_currency() -> None:

@@ -21,6 +21,7 @@ from osbp.protocol.money import (
     minor_to_major,
     minor_unit_exponent,
     money_from_major,
+    money_from_minor,
 )
 
 
@@ -75,6 +76,14 @@ def test_major_to_minor_scales_by_the_exponent(major: object, currency: str, min
         ("abc", "USD"),
         (True, "USD"),
         (float("inf"), "USD"),
+        ("90071992547409.92", "USD"),  # one minor unit past 2**53 - 1
+        (Decimal("1e30"), "JPY"),
+        (2**53, "JPY"),
+        (Decimal("12.0000000000000000000000000000001"), "USD"),  # rounds to 12.00 in a 28-digit context
+        ("１２", "JPY"),  # full-width digits: Decimal() would read 12
+        ("1e2", "JPY"),
+        (" 12", "JPY"),
+        ("12.000", "USD"),  # text carries at most the exponent's digits
     ],
 )
 def test_major_to_minor_rejects_inexact_negative_and_non_numbers(major: object, currency: str) -> None:
@@ -95,6 +104,15 @@ def test_major_to_minor_rejects_inexact_negative_and_non_numbers(major: object, 
 def test_display_is_cldr_en(minor: int, currency: str, display: str) -> None:
     """Display hints are CLDR-formatted with the ISO exponent (OSBP spec, Money; issue 3 examples)."""
     assert format_display(minor, currency) == display
+
+
+def test_money_from_minor_refuses_amounts_past_the_json_safe_bound() -> None:
+    """RFC 8785: an amount_minor past 2**53 - 1 could not be hashed, so no Money is built for it."""
+    assert isinstance(money_from_minor(2**53, "JPY"), MoneyError)
+    assert isinstance(money_from_minor(-1, "JPY"), MoneyError)
+    assert money_from_minor(2**53 - 1, "JPY") == Money(
+        amount_minor=2**53 - 1, currency="JPY", type="fixed", display="¥9,007,199,254,740,991"
+    )
 
 
 def test_money_from_major_builds_a_fixed_money_with_display() -> None:

@@ -121,6 +121,7 @@ def _with(path: list[str], value: Any) -> dict[str, Any]:
         _with(["approval"], {"confirmed": "true", "token": "t"}),
         _with(["mandate", "max_price", "amount_minor"], "9500"),
         _with(["mandate", "max_price", "amount_minor"], -1),
+        _with(["mandate", "max_price", "amount_minor"], 2**53),
         _with(["mandate", "max_price"], {"amount_minor": 100}),
         _with(["mandate", "allowed_actions"], ["booking.cancel"]),
         _with(["mandate", "extra"], 1),

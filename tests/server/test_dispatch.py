@@ -2,19 +2,39 @@
 
 from __future__ import annotations
 
+import errno
+import itertools
 import json
 import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import anyio
+import jsonschema  # type: ignore[import-untyped]  # no stubs installed; used only to check schemas
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.types import CallToolResult
 
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
+from osbp.protocol.canonical import sha256_hex
+from osbp.protocol.clock import FixedClock
+from osbp.protocol.contract import AdapterResult, Success
+from osbp.protocol.core import OsbpCore
+from osbp.protocol.models import TOOL_NAMES, Service, ServiceDescribeInput
+from osbp.protocol.schemas import tool_input_schema, tool_result_schema
+from osbp.protocol.tools import mcp_tool_name
+from osbp.server.app import create_server
+from osbp.server.audit import AuditLog
 from osbp.server.audit_verify import verify_chain
-from tests.server.conftest import create_args, mandate, read_events
+from osbp.server.dispatch import ToolDispatcher
+from osbp.server.tools import TOOL_DEFINITIONS
+from tests.server.conftest import NOW, create_args, mandate, read_events
 from tests.server.memory_adapter import IMAGE_URL, ORG, MemoryAdapter
-from tests.support.logs import fields
+from tests.support.json_schema import from_schema
 
 
 def envelope(result: CallToolResult) -> dict[str, Any]:
@@ -83,28 +103,53 @@ async def test_a_problem_is_an_error_result_that_still_carries_the_envelope(clie
     assert env["audit_event_id"] == "aud_test_0001"
 
 
-@pytest.mark.parametrize(
-    ("tool", "arguments"),
-    [
-        ("osbp_availability_find", {}),  # date is required
-        ("osbp_availability_find", {"date": "2026-05-05", "days": 3}),  # unknown argument
-        ("osbp_availability_find", {"input": {"date": "2026-05-05"}}),  # a wrapper object, not flat
-        ("osbp_service_describe", {"service_id": None}),  # null instead of absent
-        ("osbp_service_describe", {"service_id": 123}),  # no coercion
-        ("osbp_booking_create", create_args(idempotency_key="")),  # empty key
-        ("osbp_booking_create", create_args(approval={"confirmed": "true", "token": "t"})),
-        ("osbp_handoff_request", {"reason": "requires_payment_handoff"}),  # message missing
-    ],
-)
+INVALID_CALLS = [
+    ("osbp_availability_find", {}, "date is required"),
+    ("osbp_availability_find", {"date": "2026-05-05", "days": 3}, "days is not a field this tool accepts"),
+    # A wrapper object, not flat arguments: both the wrapper and the missing date are named.
+    ("osbp_availability_find", {"input": {"date": "2026-05-05"}}, "date is required; input is not a field"),
+    ("osbp_service_describe", {"service_id": None}, "service_id is null; omit the field instead"),
+    ("osbp_service_describe", {"service_id": 123}, "service_id must be a string"),
+    ("osbp_booking_create", create_args(idempotency_key=""), "idempotency_key must not be empty"),
+    (
+        "osbp_booking_create",
+        create_args(approval={"confirmed": "true", "token": "t"}),
+        "approval.confirmed must be true",
+    ),
+    ("osbp_handoff_request", {"reason": "requires_payment_handoff"}, "message is required"),
+    (
+        "osbp_booking_create",
+        create_args(mandate=mandate(max_price={"amount_minor": 2**53, "currency": "USD"})),
+        "mandate.max_price.amount_minor must be at most 9007199254740991",
+    ),
+    (
+        "osbp_booking_create",
+        create_args(mandate=mandate(max_extra_fee={"amount_minor": 0, "currency": "usd"})),
+        "mandate.max_extra_fee.currency must match the pattern ^[A-Z]{3}$",
+    ),
+    (
+        "osbp_handoff_request",
+        {"reason": "requires_payment_handoff", "message": "lone \ud800 surrogate"},
+        "message is not valid Unicode text (a lone surrogate)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "rule"), INVALID_CALLS)
 @pytest.mark.anyio
-async def test_schema_invalid_calls_are_rejected_before_any_handler_and_not_audited(
-    client, adapter: MemoryAdapter, audit_path, tool, arguments
+async def test_a_schema_invalid_call_is_the_failure_envelope_with_invalid_input_and_no_audit(
+    client, adapter: MemoryAdapter, audit_path, tool, arguments, rule
 ):
-    """OSBP spec, Audit: only schema-valid calls reach a handler and get an audit event."""
+    """OSBP spec, Result Envelope and Audit: one envelope shape; only schema-valid calls are audited."""
     result = await client.call_tool(tool, arguments)
-    assert result.is_error is True
-    assert result.structured_content is None
-    assert result.content[0].text.startswith(f"Invalid arguments for {tool} (nothing ran")
+    env = envelope(result)  # compact JSON text == structuredContent, isError true
+    assert set(env) == {"ok", "problem"}
+    assert env["ok"] is False
+    assert env["problem"]["code"] == "invalid_input"
+    assert env["problem"]["retryable"] is False
+    assert env["problem"]["message"].startswith(f"Invalid arguments for {tool}: ")
+    assert rule in env["problem"]["message"]
+    assert "nothing was recorded" in env["problem"]["message"]
     assert adapter.calls == []
     assert read_events(audit_path) == []
 
@@ -112,19 +157,36 @@ async def test_schema_invalid_calls_are_rejected_before_any_handler_and_not_audi
 @pytest.mark.anyio
 async def test_a_rejection_names_the_fields_but_never_echoes_their_values(client):
     """OSBP spec, Security and Privacy: rejected values may be personal, so they are not echoed."""
-    args = create_args(customer={"phone": "+15555550100", "nickname": "Janie"})
-    text = (await client.call_tool("osbp_booking_create", args)).content[0].text
-    assert "customer.nickname" in text
-    assert "Janie" not in text
-    assert "+15555550100" not in text
+    customer = {"phone": 15555550100, "email": "jane@example.com", "nickname": "Janie"}
+    env = envelope(await client.call_tool("osbp_booking_create", create_args(customer=customer)))
+    message = env["problem"]["message"]
+    assert "customer.nickname is not a field this tool accepts" in message
+    assert "customer.phone must be a string" in message
+    for value in ("Janie", "15555550100", "jane@example.com"):
+        assert value not in message
 
 
 @pytest.mark.anyio
-async def test_an_unknown_tool_is_rejected_and_not_audited(client, audit_path):
-    """OSBP spec, Naming: only the eight osbp_* tools exist."""
-    result = await client.call_tool("osbp_booking_cancel", {"booking_id": "appt_1"})
-    assert result.is_error is True
-    assert "Unknown tool" in result.content[0].text
+async def test_a_rejection_speaks_plain_words_not_pydantic(client):
+    """Platform choice: agents and people read the message; pydantic's jargon and types stay inside."""
+    arguments = create_args(mandate=mandate(max_price={"amount_minor": -1, "currency": "USD", "type": "x"}))
+    message = envelope(await client.call_tool("osbp_booking_create", arguments))["problem"]["message"]
+    assert "mandate.max_price.amount_minor must be at least 0" in message
+    assert 'mandate.max_price.type must be "fixed", "insurance_dependent", "quote_required" or "unknown"' in (
+        message
+    )
+    for jargon in ("Input should", "pydantic", "dictionary", "instance of", "'fixed'"):
+        assert jargon not in message
+
+
+@pytest.mark.anyio
+async def test_an_unknown_tool_is_the_failure_envelope_with_unknown_tool_and_no_audit(client, audit_path):
+    """OSBP spec, Naming and Result Envelope: only the eight osbp_* tools exist; one envelope shape."""
+    env = envelope(await client.call_tool("osbp_booking_cancel", {"booking_id": "appt_1"}))
+    assert set(env) == {"ok", "problem"}
+    assert env["problem"]["code"] == "unknown_tool"
+    assert env["problem"]["retryable"] is False
+    assert "osbp_booking_cancel" in env["problem"]["message"]
     assert read_events(audit_path) == []
 
 
@@ -227,6 +289,33 @@ async def test_an_adapter_exception_becomes_an_audited_internal_adapter_error(
     assert "secret detail" in str(record.exc_info[1])
 
 
+class UnspeakableAdapter(MemoryAdapter):
+    """The in-memory adapter, except that service.describe answers text no JSON can carry."""
+
+    async def describe_service(self, inp: ServiceDescribeInput) -> AdapterResult[Service]:
+        """A service whose name holds a lone surrogate."""
+        await super().describe_service(inp)
+        return Success(Service(id="svc_cut", name="Hair\ud800cut"))
+
+
+@pytest.mark.anyio
+async def test_an_adapter_answer_that_is_not_json_text_becomes_an_audited_internal_adapter_error(
+    tmp_path, clock, audit, audit_path, caplog
+):
+    """RFC 8259 §8.2 and RFC 8785: neither the wire nor the audit hash can carry a lone surrogate."""
+    adapter = OsbpCore(
+        UnspeakableAdapter(clock=clock), state=tmp_path / "state" / "osbp.sqlite3", clock=clock
+    )
+    with caplog.at_level(logging.ERROR, logger="osbp.server"):
+        async with Client(create_server(adapter, audit, clock=clock)) as connected:
+            env = envelope(await connected.call_tool("osbp_service_describe", {}))
+    assert env["problem"]["code"] == "internal_adapter_error"
+    [event] = read_events(audit_path)
+    assert event["id"] == env["audit_event_id"]
+    assert event["decision"]["code"] == "internal_adapter_error"
+    assert [r.getMessage() for r in caplog.records] == ["adapter_answer_not_json"]
+
+
 @pytest.mark.anyio
 async def test_verification_flow_never_writes_the_code_or_contacts_to_the_audit_log(
     client, adapter: MemoryAdapter, audit_path
@@ -260,13 +349,234 @@ async def test_provider_image_urls_never_reach_the_audit_log(client, audit_path)
     assert IMAGE_URL not in audit_path.read_text(encoding="utf-8")
 
 
+def fill_disk_under(audit: AuditLog) -> None:
+    """Point the open log's file descriptor at /dev/full: every later write fails with a real ENOSPC."""
+    audit.open()
+    target = str(audit.path.resolve())
+    [fd] = [int(n) for n in os.listdir("/proc/self/fd") if os.path.realpath(f"/proc/self/fd/{n}") == target]
+    full = os.open("/dev/full", os.O_WRONLY)
+    try:
+        os.dup2(full, fd)
+    finally:
+        os.close(full)
+
+
+def result_schema_errors(tool: str, env: dict[str, Any]) -> list[str]:
+    """What the tool's published output schema (protocol/schemas/*.result.json) says against ``env``."""
+    validator = jsonschema.Draft202012Validator(tool_result_schema(tool))
+    return [error.message for error in validator.iter_errors(env)]
+
+
 @pytest.mark.anyio
-async def test_an_audit_failure_still_answers_the_call_and_is_logged(client, audit, caplog):
-    """Platform choice: an action that happened is never hidden from the agent; the operator is told."""
+async def test_a_booking_whose_audit_append_fails_still_reaches_the_agent_without_an_audit_id(
+    client, adapter: MemoryAdapter, audit, audit_path, caplog
+):
+    """OSBP spec, Audit and Result Envelope; platform choice: a booking that happened is never hidden,
+    and no envelope cites a record that does not exist."""
+    args = create_args()
+    token = token_of(envelope(await client.call_tool("osbp_booking_create", args)))
+    fill_disk_under(audit)
+    approved = args | {"approval": {"confirmed": True, "token": token}}
+    with caplog.at_level(logging.ERROR, logger="osbp.server"):
+        result = await client.call_tool("osbp_booking_create", approved)
+    env = envelope(result)
+    assert env["ok"] is True
+    assert set(env["value"]) == {"id", "booking_id", "text"}
+    assert "audit_event_id" not in env
+    assert result_schema_errors("booking.create", env) == []
+    assert adapter.creates == 1
+    [record] = [r for r in caplog.records if r.getMessage() == "audit_append_failed"]
+    assert record.levelno == logging.CRITICAL
+    assert isinstance(record.exc_info[1], OSError)
+    assert record.exc_info[1].errno == errno.ENOSPC
+    assert (record.tool, record.ok, record.mandate_id) == ("booking.create", True, "mnd_test_001")
+    assert [event["tool_name"] for event in read_events(audit_path)] == ["booking.create"]  # the preflight
+
+
+@pytest.mark.anyio
+async def test_a_sent_verification_whose_audit_fails_is_still_answered(client, adapter: MemoryAdapter, audit):
+    """Platform choice: a message that was sent cannot be unsent, so the agent learns it was."""
+    fill_disk_under(audit)
+    arguments = {"customer": {"phone": "+15555550100"}, "purpose": f"booking:{ORG}"}
+    env = envelope(await client.call_tool("osbp_verification_send", arguments))
+    assert env == {"ok": True, "value": {"sent": True, "method": "sms", "purpose": f"booking:{ORG}"}}
+    assert len(adapter.sent_codes) == 1
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("osbp_service_describe", {}),
+        ("osbp_availability_find", {"date": "2026-05-05"}),
+        ("osbp_policy_explain", {}),
+        ("osbp_booking_status", {"booking_id": "appt_missing"}),
+        ("osbp_handoff_request", {"reason": "requires_payment_handoff", "message": "A deposit is due."}),
+    ],
+)
+@pytest.mark.anyio
+async def test_a_read_whose_audit_append_fails_is_a_retryable_audit_unavailable(
+    client, audit, audit_path, caplog, tool, arguments
+):
+    """OSBP spec, Audit; platform choice: a read changes nothing, so it is withheld (retry later) rather
+    than answered unaudited, and no envelope cites a record that does not exist."""
     audit.path.mkdir(parents=True)  # a directory where the log file should be: every append fails
     with caplog.at_level(logging.ERROR, logger="osbp.server"):
-        env = envelope(await client.call_tool("osbp_service_describe", {}))
-    assert env["ok"] is True
+        env = envelope(await client.call_tool(tool, arguments))
+    assert env == {
+        "ok": False,
+        "problem": {"code": "audit_unavailable", "message": env["problem"]["message"], "retryable": True},
+    }
+    assert "nothing was changed" in env["problem"]["message"]
+    assert result_schema_errors(TOOL_DEFINITIONS[tool].name, env) == []
     [record] = [r for r in caplog.records if r.getMessage() == "audit_append_failed"]
-    assert fields(record)["tool"] == "service.describe"
-    assert record.exc_info is not None
+    assert record.levelno == logging.ERROR
+    assert isinstance(record.exc_info[1], IsADirectoryError)
+
+
+@pytest.mark.anyio
+async def test_a_disk_that_fills_mid_session_withholds_the_next_read(client, audit, audit_path):
+    """Platform choice: ENOSPC on a later append is answered like any audit failure (no dangling id)."""
+    first = envelope(await client.call_tool("osbp_service_describe", {}))
+    fill_disk_under(audit)
+    second = envelope(await client.call_tool("osbp_service_describe", {}))
+    assert first["ok"] is True
+    assert [event["id"] for event in read_events(audit_path)] == [first["audit_event_id"]]
+    assert second["problem"]["code"] == "audit_unavailable"
+    assert "audit_event_id" not in second
+
+
+def deep_list(depth: int) -> list[Any]:
+    """``[[[…]]]`` nested ``depth`` times."""
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+#: JSON values a client could send where a schema expects something tamer (through the in-memory
+#: transport, or any other that does not parse JSON text, they arrive as they are).
+NASTY = st.sampled_from(
+    [
+        2**53,
+        -(2**63),
+        10**400,
+        1e308,
+        float("nan"),
+        float("inf"),
+        "lone \ud800 surrogate",
+        "\udfff",
+        "",
+        "x" * 10_000,
+        True,
+        None,
+        {"nested": {"deeper": [1, 2.5, "three"]}},
+        deep_list(300),
+    ]
+)
+
+
+def leaf_paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every position in a JSON value (a member, an element, or the value itself)."""
+    paths = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            paths += leaf_paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            paths += leaf_paths(item, (*path, index))
+    return paths
+
+
+def replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    """``value`` with the member at ``path`` replaced by ``new`` (copies along the path)."""
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return value | {head: replaced(value[head], rest, new)}
+    return [replaced(item, rest, new) if index == head else item for index, item in enumerate(value)]
+
+
+@st.composite
+def mutated(draw: st.DrawFn, schema: dict[str, Any]) -> Any:
+    """A schema-valid value with one position replaced by a nasty JSON value."""
+    value = draw(from_schema(schema))
+    path = draw(st.sampled_from(leaf_paths(value)[1:] or [()]))
+    return replaced(value, path, draw(NASTY))
+
+
+class AuditedCalls:
+    """A dispatcher over the in-memory adapter and a real audit log, called synchronously per example."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        clock = FixedClock(NOW)
+        counter = itertools.count(1)
+        self.adapter = OsbpCore(
+            MemoryAdapter(clock=clock), state=tmp_path / "state" / "osbp.sqlite3", clock=clock
+        )
+        self.audit = AuditLog(tmp_path / "audit" / "events.jsonl")
+        self.dispatcher = ToolDispatcher(
+            self.adapter, self.audit, clock=clock, new_event_id=lambda: f"aud_prop_{next(counter):05d}"
+        )
+        self.audited = 0
+
+    def call(self, mcp_name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """One call; an audited answer must name the record just written, whose hashes must check out."""
+        env = envelope(anyio.run(self.dispatcher.call, mcp_name, arguments))
+        if env.get("problem", {}).get("code") == "invalid_input":
+            assert "audit_event_id" not in env
+            assert len(read_events(self.audit.path)) == self.audited
+            return env
+        self.audited += 1
+        record = read_events(self.audit.path)[-1]
+        assert env["audit_event_id"] == record["id"]
+        assert record["input_hash"] == sha256_hex(record["input"])
+        assert record["result_hash"] == sha256_hex(record["result"])
+        return env
+
+
+@pytest.fixture
+def audited_calls(tmp_path: Path) -> Iterator[AuditedCalls]:
+    """A fresh dispatcher and audit log for one property (shared by its examples)."""
+    calls = AuditedCalls(tmp_path)
+    yield calls
+    calls.audit.close()
+    assert verify_chain(calls.audit.path).ok
+
+
+_PROPERTY = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@pytest.mark.parametrize("tool", TOOL_NAMES)
+def test_every_schema_valid_call_is_audited_by_a_record_that_hashes(tool, audited_calls: AuditedCalls):
+    """OSBP spec, Audit: every schema-valid call gets a record with SHA-256 hashes of its RFC 8785
+    snapshots, and the published schema admits nothing the input model refuses (property)."""
+    schema = tool_input_schema(tool)
+    validator = jsonschema.Draft202012Validator(schema)
+
+    @_PROPERTY
+    @given(arguments=from_schema(schema))
+    def check(arguments: dict[str, Any]) -> None:
+        assert list(validator.iter_errors(arguments)) == []
+        env = audited_calls.call(mcp_tool_name(tool), arguments)
+        assert env.get("problem", {}).get("code") != "invalid_input", env
+
+    check()
+
+
+@pytest.mark.parametrize("tool", TOOL_NAMES)
+def test_any_call_is_either_rejected_unaudited_or_audited_by_a_record_that_hashes(
+    tool, audited_calls: AuditedCalls
+):
+    """OSBP spec, Audit: building and hashing the record of a call that passed validation never fails,
+    whatever the client sent (huge integers, floats, NaN, lone surrogates, deep nesting) (property)."""
+
+    @_PROPERTY
+    @given(arguments=mutated(tool_input_schema(tool)))
+    def check(arguments: Any) -> None:
+        env = audited_calls.call(mcp_tool_name(tool), arguments if isinstance(arguments, dict) else {"x": 1})
+        assert env["ok"] in (True, False)
+
+    check()

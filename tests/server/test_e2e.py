@@ -348,6 +348,33 @@ async def test_osbp_now_is_the_clock_of_mandate_expiry_and_of_the_audit(
     assert [line["now"] for line in warnings if line["event"] == "fixed_clock"] == [now]
 
 
+@pytest.mark.anyio
+async def test_rejected_calls_over_stdio_are_failure_envelopes_and_leave_no_audit_event(
+    platform: PlatformServer, tmp_path: Path
+):
+    """OSBP spec, Result Envelope and Audit: the real process answers a schema-invalid call and an
+    unknown tool with the one envelope shape (the SDK does not intercept them) and audits neither."""
+    slot = {"starts_at_local": f"{DAY}T10:00:00", "service_id": NOTARIZATION, "schedule_id": ONLINE}
+    over_cap = mandate(max_price={"amount_minor": 2**53, "currency": "USD"})
+    async with stdio_session(platform.base_url, tmp_path) as s:
+        numeric_date = await s.call("osbp_availability_find", {"date": 20300502})
+        unknown = await s.call("osbp_booking_cancel", {"booking_id": "apt_1"})
+        huge_cap = await s.call(
+            "osbp_booking_create", create_args(slot | {"provider_id": GUS}, "idem_e2e_cap", mandate=over_cap)
+        )
+    assert numeric_date["problem"] == {
+        "code": "invalid_input",
+        "message": "Invalid arguments for osbp_availability_find: date must be a string. Nothing ran and "
+        "nothing was recorded; correct the arguments and call again.",
+        "retryable": False,
+    }
+    assert unknown["problem"]["code"] == "unknown_tool"
+    assert huge_cap["problem"]["code"] == "invalid_input"
+    assert "mandate.max_price.amount_minor must be at most 9007199254740991" in huge_cap["problem"]["message"]
+    assert all("audit_event_id" not in env for env in (numeric_date, unknown, huge_cap))
+    assert read_events(s.audit_path) == []
+
+
 def call(request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """A raw JSON-RPC tools/call request."""
     params = {"name": tool, "arguments": arguments}
