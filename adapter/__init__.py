@@ -1,6 +1,6 @@
 """The reference OSBP adapter for the synthetic Bookwell platform (osbp.backend), reached only over HTTP.
 
-Public surface: :func:`build_adapter` (from :class:`AdapterSettings`, the ``OSBP_*`` environment) returns
+Public surface: :func:`build_adapter` (from :class:`AdapterSettings`, the adapter's configuration) returns
 a :class:`ReferenceAdapter` implementing :class:`osbp.protocol.contract.BookingAdapter`.
 
 Modules: ``settings`` (configuration), ``upstream`` (the one HTTP helper and UpstreamMeta capture),

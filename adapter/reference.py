@@ -249,15 +249,14 @@ class ReferenceAdapter:
 
 
 def build_adapter(
-    settings: AdapterSettings | None = None,
+    settings: AdapterSettings,
     *,
     clock: Clock | None = None,
     transport: httpx2.AsyncBaseTransport | None = None,
     token_source: Callable[[], str] = default_token_source,
     notices: LifecycleNotices | None = None,
 ) -> ReferenceAdapter:
-    """The reference adapter from settings (the ``OSBP_*`` environment by default); ``aclose`` it after."""
-    settings = settings or AdapterSettings()
+    """The reference adapter from its settings; ``aclose`` it after."""
     clock = clock or SystemClock()
     state = StateStore(settings.state_path)
     upstream = Upstream(

@@ -241,4 +241,4 @@ class MemoryAdapter:
 
 def build_memory_adapter(settings: ServerSettings) -> MemoryAdapter:
     """An adapter factory (``--adapter tests.server.memory_adapter:build_memory_adapter``) for CLI tests."""
-    return MemoryAdapter(state_path=settings.state_path or Path("osbp.sqlite3"), clock=SystemClock())
+    return MemoryAdapter(state_path=settings.adapter.state_path, clock=SystemClock())
