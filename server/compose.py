@@ -71,18 +71,19 @@ def compose(settings: ServerSettings) -> Composition | str:
         return factory
     state_path = settings.adapter.state_path
     try:
-        # The state file the adapter will open, opened here first so a bad path fails before serving:
-        # created by hand first (private, like the audit log) for the operating system's own reason.
+        # The state file the adapter will open, opened here first so a bad path fails before serving.
+        # Created by hand first (private, like the audit log) so a failure carries the operating
+        # system's reason; SQLite alone would only say "unable to open database file".
         state_path.parent.mkdir(parents=True, exist_ok=True)
         os.close(os.open(state_path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
         StateStore(state_path)
     except (OSError, sqlite3.Error) as error:
-        return cannot_create("the state file", state_path, error, _leaf(("adapter", "state_path")))
+        return _cannot_create("the state file", state_path, error, _leaf(("adapter", "state_path")))
     audit = AuditLog(settings.audit_log_path, key=settings.audit_key_bytes())
     try:
         audit.open()
     except OSError as error:
-        return cannot_create("the audit log", settings.audit_log_path, error, _leaf(("audit_log_path",)))
+        return _cannot_create("the audit log", settings.audit_log_path, error, _leaf(("audit_log_path",)))
     try:
         adapter = factory(settings)
     except Exception as error:
@@ -97,7 +98,7 @@ def _leaf(path: tuple[str, ...]) -> Leaf:
     return next(leaf for leaf in settings_of(ServerSettings) if leaf.path == path)
 
 
-def cannot_create(what: str, path: Path, error: OSError | sqlite3.Error, leaf: Leaf) -> str:
+def _cannot_create(what: str, path: Path, error: OSError | sqlite3.Error, leaf: Leaf) -> str:
     """One line: which file cannot be created, why, and which setting to change to what."""
     where = str(path) if path.is_absolute() else f"{path} in the working directory {Path.cwd()}"
     return (

@@ -38,7 +38,7 @@ from osbp.protocol.clock import Clock, FixedClock, SystemClock
 from osbp.protocol.timeutil import parse_instant
 from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
 
-__all__ = ["Leaf", "LogLevel", "ServerSettings", "describe", "settings_of"]
+__all__ = ["Leaf", "LogLevel", "ServerSettings", "describe", "nest", "settings_of"]
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
