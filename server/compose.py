@@ -88,7 +88,7 @@ def compose(settings: ServerSettings) -> Composition | str:
         adapter = factory(settings)
     except Exception as error:
         # A plug-in's bug, not the operator's mistake: the traceback goes to the log, one line to stderr.
-        logger.exception("adapter factory failed")
+        logger.exception("adapter_factory_failed")
         audit.close()
         return f"the adapter factory failed: {type(error).__name__}: {error}"
     return Composition(adapter=adapter, audit=audit, clock=settings.clock())
