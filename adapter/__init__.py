@@ -2,7 +2,7 @@
 
 Public surface: :class:`ReferenceAdapter` implements the platform port
 (:class:`osbp.protocol.port.PlatformAdapter`); :func:`build_platform_adapter` builds it from
-:class:`AdapterSettings` (the ``OSBP_*`` environment), and :func:`build_adapter` wraps it in the protocol
+:class:`AdapterSettings` (the adapter's configuration), and :func:`build_adapter` wraps it in the protocol
 core (:class:`osbp.protocol.core.OsbpCore`), the complete seven-method adapter.
 
 Modules: ``settings`` (configuration), ``upstream`` (the one HTTP helper and UpstreamMeta capture),

@@ -238,13 +238,12 @@ class ReferenceAdapter:
 
 
 def build_platform_adapter(
-    settings: AdapterSettings | None = None,
+    settings: AdapterSettings,
     *,
     transport: httpx2.AsyncBaseTransport | None = None,
     notices: LifecycleNotices | None = None,
 ) -> ReferenceAdapter:
     """The reference platform adapter alone (the server wraps it in the core); ``aclose`` it after."""
-    settings = settings or AdapterSettings()
     upstream = Upstream(
         settings, platform=PLATFORM, version_header=VERSION_HEADER, transport=transport, notices=notices
     )
@@ -252,7 +251,7 @@ def build_platform_adapter(
 
 
 def build_adapter(
-    settings: AdapterSettings | None = None,
+    settings: AdapterSettings,
     *,
     clock: Clock | None = None,
     transport: httpx2.AsyncBaseTransport | None = None,
@@ -260,6 +259,5 @@ def build_adapter(
     notices: LifecycleNotices | None = None,
 ) -> OsbpCore:
     """The complete OSBP adapter for Bookwell: the reference adapter inside the protocol core."""
-    settings = settings or AdapterSettings()
     platform = build_platform_adapter(settings, transport=transport, notices=notices)
     return OsbpCore(platform, state=settings.state_path, clock=clock, token_source=token_source)

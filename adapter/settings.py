@@ -1,52 +1,82 @@
-"""The adapter's one settings object (environment prefix ``OSBP_``).
+"""The reference adapter's configuration: one part of the server process's one settings object.
 
-Everything the reference adapter needs to reach one Bookwell organization: the platform's base URL, the
-organization, where the local OSBP state (idempotency records and pending approvals) lives, timeouts, the
-read defaults, and optional platform credentials. Credentials come from the environment only and are
-attached in exactly one place, :mod:`osbp.adapter.upstream`.
+:class:`AdapterSettings` is a plain pydantic model: everything the reference adapter needs to reach one
+Bookwell organization (the platform's base URL, the organization, where the local OSBP state lives,
+timeouts, the read defaults, an optional platform credential). It reads nothing by itself: the process
+that runs the adapter builds it, the MCP server as the ``adapter`` part of
+:class:`osbp.server.settings.ServerSettings`, a test or a benchmark by passing fields.
+
+Each field carries a :class:`Setting`: its one ``OSBP_*`` environment variable, its flag when it has one,
+and the rule a value must follow, in plain words. The server derives its flags, its environment reading
+and its error messages from these, so each name is written once, here. Credentials come from the
+environment only (no flag) and are attached in exactly one place, :mod:`osbp.adapter.upstream`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from osbp.protocol.store import DEFAULT_STATE_PATH
 
-__all__ = ["AdapterSettings"]
+__all__ = ["AdapterSettings", "Setting"]
 
 
-class AdapterSettings(BaseSettings):
-    """Configuration of the reference adapter (``OSBP_<FIELD>`` environment variables)."""
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """How an operator gives a setting: the variable, the flag if any, and what a valid value is.
 
-    # extra="ignore": other components (the MCP server, the audit log) share the OSBP_ prefix.
-    model_config = SettingsConfigDict(env_prefix="OSBP_", extra="ignore")
+    ``rule`` completes "<flag> / <variable> must ..." when a value is rejected. A ``secret`` has no flag
+    and is never echoed back.
+    """
 
-    platform_base_url: str = Field(
-        default="http://127.0.0.1:8400",
-        description="Base URL of the Bookwell platform (the adapter appends /api/...).",
-    )
-    organization_id: str = Field(
-        default="carolyns_dental", min_length=1, description="The Bookwell organization this adapter serves."
-    )
-    state_path: Path = Field(
+    env: str
+    flag: str | None = None
+    rule: str | None = None
+    metavar: str | None = None
+    secret: bool = False
+
+
+_SECONDS = "be a positive number of seconds"
+
+
+class AdapterSettings(BaseModel):
+    """Configuration of the reference adapter for one Bookwell organization."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    platform_base_url: Annotated[
+        str,
+        Setting(
+            "OSBP_PLATFORM_BASE_URL", "--platform-url", "be an http(s) URL, like http://127.0.0.1:8400", "URL"
+        ),
+    ] = Field(pattern=r"^https?://\S+$", description="base URL of the booking platform (required)")
+    organization_id: Annotated[
+        str, Setting("OSBP_ORGANIZATION_ID", "--organization-id", "not be empty", "ID")
+    ] = Field(min_length=1, description="the one organization this process serves (required)")
+    state_path: Annotated[Path, Setting("OSBP_STATE_PATH", "--state-path", metavar="PATH")] = Field(
         default=DEFAULT_STATE_PATH,
-        description="SQLite file holding idempotency records and pending approvals.",
+        description="SQLite file holding idempotency records and pending approvals",
     )
-    connect_timeout_s: float = Field(default=5.0, gt=0, description="TCP connect timeout per request.")
-    read_timeout_s: float = Field(default=15.0, gt=0, description="Response read timeout per request.")
-    default_service_id: str | None = Field(
-        default=None, description="Service used by the read tools when their input omits service_id."
+    connect_timeout_s: Annotated[float, Setting("OSBP_CONNECT_TIMEOUT_S", rule=_SECONDS)] = Field(
+        default=5.0, gt=0, description="TCP connect timeout per request"
     )
-    default_schedule_id: str | None = Field(
-        default=None, description="Schedule (Bookwell location) used by availability.find when omitted."
+    read_timeout_s: Annotated[float, Setting("OSBP_READ_TIMEOUT_S", rule=_SECONDS)] = Field(
+        default=15.0, gt=0, description="response read timeout per request"
     )
-    platform_api_key: SecretStr | None = Field(
+    default_service_id: Annotated[str | None, Setting("OSBP_DEFAULT_SERVICE_ID")] = Field(
+        default=None, description="service used by the read tools when their input omits service_id"
+    )
+    default_schedule_id: Annotated[str | None, Setting("OSBP_DEFAULT_SCHEDULE_ID")] = Field(
+        default=None, description="schedule (Bookwell location) used by availability.find when omitted"
+    )
+    platform_api_key: Annotated[SecretStr | None, Setting("OSBP_PLATFORM_API_KEY", secret=True)] = Field(
         default=None,
-        description="Optional platform credential, sent as a bearer token (Bookwell itself needs none).",
+        description="optional platform credential, sent as a bearer token (Bookwell itself needs none)",
     )
-    source: str = Field(
-        default="osbp-local-mcp", min_length=1, description="The self-declared x-osbp-source marker value."
+    source: Annotated[str, Setting("OSBP_SOURCE", rule="not be empty")] = Field(
+        default="osbp-local-mcp", min_length=1, description="the self-declared x-osbp-source marker value"
     )

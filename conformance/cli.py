@@ -5,8 +5,8 @@
     osbp conformance --self [--json] [--timeout S]
     osbp conformance --list-checks [--markdown]
 
-Exit status: 0 when no check failed (skips allowed), 1 when any check failed, 2 for a usage error, an
-unreadable fixture file, or `--self` before this project's platform and server exist.
+Exit status: 0 when no check failed (skips allowed), 1 when any check failed, 2 for a usage error or an
+unreadable fixture file.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from osbp.conformance.battery import Report, run_battery
 from osbp.conformance.checks import CATALOG
 from osbp.conformance.fixtures import load_fixtures
 from osbp.conformance.report import check_table_markdown, render_human, render_json
-from osbp.conformance.self_target import SelfTargetUnavailable, self_target
+from osbp.conformance.self_target import self_target
 from osbp.conformance.wire import ServerTarget, server_env
 
 __all__ = ["main"]
@@ -112,12 +112,8 @@ def main(argv: Sequence[str]) -> int:
     if args.timeout <= 0:
         parser.error("--timeout must be positive")
     if args.self_:
-        try:
-            with self_target() as own:
-                outcome = _grade(own.target, str(own.fixtures_path), own.scenario_url, args)
-        except SelfTargetUnavailable as exc:
-            print(f"osbp conformance: {exc}", file=sys.stderr)
-            return 2
+        with self_target() as own:
+            outcome = _grade(own.target, str(own.fixtures_path), own.scenario_url, args)
     else:
         if not args.fixtures:
             parser.error("--server needs --fixtures")

@@ -3,34 +3,29 @@
 `self_target()` starts the platform on a loopback port with its test-only surface (through
 `osbp.backend.serving.PlatformServer`, a context manager with `.base_url`) and yields how to start this
 project's MCP server against it, the shipped fixture file, and the platform's arm endpoint as the scenario
-URL. While the platform or the server is not in the tree yet it raises `SelfTargetUnavailable`.
+URL.
 
 The conformance battery never imports the server: it launches it as a subprocess like any other.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from osbp.backend.serving import PlatformServer
+from osbp.backend.settings import BackendSettings
 from osbp.conformance.fixtures import load_fixtures, reference_fixtures_path
 from osbp.conformance.wire import ServerTarget, server_env
 
-__all__ = ["SelfTarget", "SelfTargetUnavailable", "self_target"]
+__all__ = ["SelfTarget", "self_target"]
 
 #: The platform's test-only arm endpoint, relative to its base URL (docs/backend-api.md).
 ARM_PATH = "/_testing/arm"
-
-
-class SelfTargetUnavailable(RuntimeError):
-    """This project's platform or server is not available to grade."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,33 +37,17 @@ class SelfTarget:
     scenario_url: str
 
 
-def _platform_server() -> Any:
-    """A not-yet-started PlatformServer: in-memory database, ephemeral port, testing surface on."""
-    try:
-        platform_server = importlib.import_module("osbp.backend.serving").PlatformServer
-        backend_settings = importlib.import_module("osbp.backend.settings").BackendSettings
-    except (ImportError, AttributeError) as exc:
-        raise SelfTargetUnavailable(
-            "--self is not yet available: osbp.backend.serving.PlatformServer is missing"
-        ) from exc
-    if importlib.util.find_spec("osbp.server.cli") is None:
-        raise SelfTargetUnavailable(
-            "--self is not yet available: the MCP server (osbp.server.cli) is missing"
-        )
-    return platform_server(backend_settings(db=":memory:", port=0, enable_testing=True))
-
-
 @contextmanager
 def self_target() -> Iterator[SelfTarget]:
     """Run this project's platform for the duration and describe this project's server against it."""
-    platform = _platform_server()
+    # In-memory database, ephemeral port, testing surface on (to arm outcomes).
+    platform = PlatformServer(BackendSettings(db=":memory:", port=0, enable_testing=True))
     fixtures_path = reference_fixtures_path()
     organization_id = load_fixtures(fixtures_path).organization_id
     with tempfile.TemporaryDirectory(prefix="osbp-conformance-") as state, platform:
         base_url = str(platform.base_url).rstrip("/")
-        # The server reads `OSBP_*` variables (server/settings.py: platform
-        # base URL, organization, state store, audit path); the state lives in a throwaway directory so a
-        # battery run never touches the developer's `.osbp/`.
+        # The server reads `OSBP_*` variables (platform base URL, organization, state file, audit log);
+        # the state lives in a throwaway directory so a battery run never touches the developer's `.osbp/`.
         env = server_env(
             {
                 "OSBP_PLATFORM_BASE_URL": base_url,

@@ -1,7 +1,8 @@
 """`osbp audit verify [PATH]`: check the audit log's hash chain and name the first broken link.
 
 Exit status 0 when the chain is intact (the head hash is printed so it can be anchored elsewhere), 1 at
-the first broken link, 2 on a usage error. PATH defaults to ``OSBP_AUDIT_LOG_PATH``, else
+the first broken link, 2 when there is no log to check (no such file, a directory, unreadable) or on a
+usage error, with one line on stderr saying which. PATH defaults to ``OSBP_AUDIT_LOG_PATH``, else
 ``.osbp/audit/events.jsonl``. When ``OSBP_AUDIT_KEY`` is set (environment only), every line's mac is
 checked against it as well.
 """
@@ -27,10 +28,34 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument(
         "path",
         nargs="?",
-        type=Path,
         help="the log file (default: $OSBP_AUDIT_LOG_PATH or .osbp/audit/events.jsonl)",
     )
     return parser
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"osbp audit verify: {message}\n")
+    return 2
+
+
+def _log_path(given: str | None) -> Path | str:
+    """The log to check, or why the path given cannot name one."""
+    if given is None:
+        return Path(os.environ.get("OSBP_AUDIT_LOG_PATH") or DEFAULT_AUDIT_PATH)
+    if not given.strip():
+        return "the log path is empty: give the audit log file, or leave it out to check $OSBP_AUDIT_LOG_PATH"
+    return Path(given)
+
+
+def _unreadable(path: Path, error: OSError) -> str:
+    if isinstance(error, FileNotFoundError):
+        return (
+            f"no audit log at {path}: check the path (a server creates its log when it starts, at "
+            "--audit-log-path / OSBP_AUDIT_LOG_PATH)"
+        )
+    if isinstance(error, IsADirectoryError):
+        return f"{path} is a directory: give the audit log file inside it"
+    return f"cannot read the audit log {path}: {(error.strerror or str(error)).lower()}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -39,16 +64,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:  # argparse exits on --help (0) and on usage errors (2)
         return int(exc.code or 0)
-    path: Path = args.path or Path(os.environ.get("OSBP_AUDIT_LOG_PATH") or DEFAULT_AUDIT_PATH)
-    if path.exists() and not path.is_file():
-        sys.stderr.write(f"osbp audit verify: {path} is not a file\n")
-        return 2
+    path = _log_path(args.path)
+    if isinstance(path, str):
+        return _fail(path)
     secret = os.environ.get("OSBP_AUDIT_KEY") or None
     if secret is not None and len(secret) < AUDIT_KEY_MIN_LENGTH:
-        limit = AUDIT_KEY_MIN_LENGTH
-        sys.stderr.write(f"osbp audit verify: OSBP_AUDIT_KEY must be at least {limit} characters\n")
-        return 2
-    report = verify_chain(path, None if secret is None else secret.encode())
+        return _fail(f"OSBP_AUDIT_KEY must be at least {AUDIT_KEY_MIN_LENGTH} characters")
+    try:
+        report = verify_chain(path, None if secret is None else secret.encode())
+    except OSError as error:
+        return _fail(_unreadable(path, error))
     if report.first_break is None:
         how = "chain intact"
         if report.authenticated:

@@ -92,11 +92,12 @@ def _line_problem(record: dict[str, object], previous: str, key: bytes | None) -
 
 
 def verify_chain(path: str | Path, key: bytes | None = None) -> ChainReport:
-    """Verify the log file at ``path`` (an empty or missing file is an intact, empty chain)."""
-    target = Path(path)
-    if not target.exists():
-        return ChainReport(0, GENESIS_HASH, None, authenticated=key is not None)
-    data = target.read_bytes()
+    """Verify the log file at ``path`` (an empty file is an intact, empty chain).
+
+    Raises :class:`OSError` when there is no file to read (missing, a directory, unreadable): a log that
+    is not there is not an intact one.
+    """
+    data = Path(path).read_bytes()
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()

@@ -1,10 +1,11 @@
 """`osbp mcp` / `python -m osbp.server`: run the OSBP MCP server over stdio.
 
-Configuration comes from flags, then ``OSBP_*`` environment variables (:class:`ServerSettings`), and is
-validated before anything starts: a missing or malformed setting is one clear line on stderr and exit
-status 2, never a traceback. stdout carries only MCP messages; logs are JSON lines on stderr. On end of
-input, SIGTERM or SIGINT the server stops, closes the adapter (its HTTP client) and the audit log (every
-record is already fsynced).
+Configuration comes from flags, then ``OSBP_*`` environment variables (:class:`ServerSettings`, whose
+fields give the flags), and is validated before anything starts, the state file and the audit log
+included (:func:`osbp.server.compose.compose`): a usage error, a missing or malformed setting or an
+unusable path is one line on stderr and exit status 2, never a traceback. stdout carries only MCP
+messages; logs are JSON lines on stderr. On end of input, SIGTERM or SIGINT the server stops at once,
+closes the adapter (its HTTP client) and the audit log (every record is already fsynced).
 
 ``--now`` / ``OSBP_NOW`` freezes the process's one clock (:meth:`ServerSettings.clock`) for the adapter
 and the audit alike; it is for demos, recorded traces and tests, and the server says so on stderr.
@@ -13,11 +14,12 @@ and the audit alike; it is for demos, recorded traces and tests, and the server 
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import NoReturn, cast
 
 import anyio
 import anyio.abc
@@ -27,76 +29,51 @@ from osbp.protocol.clock import Clock
 from osbp.protocol.contract import BookingAdapter
 from osbp.protocol.timeutil import format_instant
 from osbp.server._sdk import stdio_server
-from osbp.server.adapter_factory import AdapterFactoryError, compose
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
+from osbp.server.compose import compose
 from osbp.server.logs import configure_logging
-from osbp.server.settings import ServerSettings
+from osbp.server.settings import ServerSettings, describe, nest, settings_of
 from osbp.server.stdin import StdinLines
 
 __all__ = ["build_parser", "load_settings", "main", "serve"]
 
 logger = logging.getLogger("osbp.server")
+PROG = "osbp mcp"
 
-_FLAGS = {
-    "platform_base_url": "--platform-url",
-    "organization_id": "--organization-id",
-    "state_path": "--state-path",
-    "audit_log_path": "--audit-log-path",
-    "log_level": "--log-level",
-    "adapter_factory": "--adapter",
-    "now": "--now",
-}
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error on one line (the user's mistake and where to look), not the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `osbp mcp` argument parser."""
-    parser = argparse.ArgumentParser(
-        prog="osbp mcp",
+    """The `osbp mcp` argument parser: one flag per flagged setting of :class:`ServerSettings`."""
+    parser = _Parser(
+        prog=PROG,
         description="Run the OSBP MCP server over stdio. Flags override OSBP_* environment variables.",
     )
-    parser.add_argument(
-        "--platform-url", dest="platform_base_url", help="platform base URL [OSBP_PLATFORM_BASE_URL]"
-    )
-    parser.add_argument("--organization-id", help="the one organization served [OSBP_ORGANIZATION_ID]")
-    parser.add_argument("--state-path", help="local OSBP state file [OSBP_STATE_PATH]")
-    parser.add_argument("--audit-log-path", help="audit log file [OSBP_AUDIT_LOG_PATH]")
-    parser.add_argument(
-        "--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="[OSBP_LOG_LEVEL]"
-    )
-    parser.add_argument("--adapter", dest="adapter_factory", help="module:function [OSBP_ADAPTER_FACTORY]")
-    parser.add_argument(
-        "--now",
-        metavar="INSTANT",
-        help="freeze this process's clock at an RFC 3339 instant; demos, traces and tests only [OSBP_NOW]",
-    )
+    for leaf in settings_of(ServerSettings):
+        if leaf.setting.flag is not None:
+            metavar = leaf.setting.metavar or ("{" + ",".join(leaf.choices) + "}" if leaf.choices else None)
+            parser.add_argument(leaf.setting.flag, dest=".".join(leaf.path), metavar=metavar, help=leaf.help)
     return parser
-
-
-def _describe(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors(include_url=False, include_input=False):
-        field = str(item["loc"][0]) if item["loc"] else "?"
-        flag = _FLAGS.get(field, field)
-        parts.append(f"{flag} / OSBP_{field.upper()}: {item['msg']}")
-    return "; ".join(parts)
 
 
 def load_settings(argv: Sequence[str]) -> ServerSettings | str:
     """The validated settings, or the one-line reason they are unusable."""
-    args = build_parser().parse_args(list(argv))
-    overrides: dict[str, Any] = {key: value for key, value in vars(args).items() if value is not None}
+    args = vars(build_parser().parse_args(list(argv)))
+    given = {tuple(dest.split(".")): value for dest, value in args.items() if value is not None}
     try:
-        settings = ServerSettings(**overrides)
+        return ServerSettings(**nest(given, settings_of(ServerSettings)))
     except ValidationError as error:
-        return f"invalid configuration: {_describe(error)}"
-    if missing := settings.missing():
-        return "missing configuration: " + "; ".join(missing)
-    return settings
+        return describe(error)
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write(f"osbp mcp: {message}\n")
+    sys.stderr.write(f"{PROG}: {message}\n")
     return 2
 
 
@@ -119,24 +96,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "note": "this process's time is frozen (demos, traces and tests only)",
             },
         )
+    parts = compose(settings)
+    if isinstance(parts, str):
+        return _fail(parts)
     try:
-        adapter = compose(settings)
-    except AdapterFactoryError as error:
-        return _fail(str(error))
-    except ValidationError as error:
-        return _fail(f"invalid adapter configuration: {_describe(error)}")
-    audit = AuditLog(settings.audit_log_path, key=settings.audit_key_bytes())
-    try:
-        audit.open()
-    except OSError as error:
-        anyio.run(adapter.aclose)
-        return _fail(f"cannot open the audit log {settings.audit_log_path}: {error.strerror}")
-    try:
-        return anyio.run(serve, adapter, audit, settings.clock())
+        status = anyio.run(serve, parts.adapter, parts.audit, parts.clock)
     except Exception:
         # A bug, not a configuration problem: one JSON log line with the traceback, then status 1.
         logger.exception("server_crashed")
         return 1
+    # Everything is closed and flushed. What is left of the process is its heap, mostly the MCP SDK's and
+    # pydantic's long-lived objects; the interpreter's exit would garbage-collect them one by one (a few
+    # hundred ms, the bulk of stopping), though the operating system frees them at once. Frozen objects
+    # are skipped by those collections; atexit handlers and stream flushing still run as usual.
+    gc.freeze()
+    return status
 
 
 async def _stop_on_signals(

@@ -1,8 +1,15 @@
-"""The MCP server process's settings: flags first, then ``OSBP_*`` environment variables.
+"""The MCP server process's one settings object: flags first, then ``OSBP_*`` environment variables.
 
-One organization per server process (the spec's scope), so the platform base URL and the organization id
-must be configured explicitly; :meth:`ServerSettings.missing` names what is absent so the entry point can
-say so and exit 2 instead of guessing a merchant.
+:class:`ServerSettings` holds the server's own settings (audit log, log level, adapter plug-in, frozen
+clock) and nests the adapter's part, :class:`~osbp.adapter.settings.AdapterSettings`, as ``adapter``.
+Every field names its variable and flag once, in a :class:`~osbp.adapter.settings.Setting`; everything
+else is derived from the fields (:func:`settings_of`): the environment reading (each field from its own
+flat ``OSBP_*`` name, nested or not; an empty value counts as unset), the flags of ``osbp mcp``
+(:mod:`osbp.server.cli`), and the one-line message naming what is missing or which value breaks which
+rule (:func:`describe`).
+
+One organization per server process (the spec's scope): the platform base URL and the organization id
+have no default, so an unconfigured server says what to set instead of guessing a merchant.
 
 :meth:`ServerSettings.clock` is the process's one clock, shared by the adapter (mandate expiry, approval
 TTLs, idempotency leases) and the server (audit ``created_at``): the system clock, or, when ``now`` is
@@ -13,59 +20,155 @@ a real deployment never sets it, because a frozen clock never lets a mandate or 
 
 from __future__ import annotations
 
+import os
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, AwareDatetime, Field, PrivateAttr, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AwareDatetime, BaseModel, Field, PrivateAttr, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
+from osbp.adapter.settings import AdapterSettings, Setting
 from osbp.protocol.clock import Clock, FixedClock, SystemClock
 from osbp.protocol.timeutil import parse_instant
 from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
 
-__all__ = ["DEFAULT_ADAPTER_FACTORY", "REQUIRED", "LogLevel", "ServerSettings"]
+__all__ = ["Leaf", "LogLevel", "ServerSettings", "describe", "nest", "settings_of"]
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
-#: The reference adapter for the synthetic platform; any ``module:function`` taking ServerSettings works.
-DEFAULT_ADAPTER_FACTORY = "osbp.server.adapter_factory:reference_adapter"
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """One setting of a settings model: where it sits (``("adapter", "state_path")``) and how it is given."""
+
+    path: tuple[str, ...]
+    field: FieldInfo
+    setting: Setting
+
+    @property
+    def who(self) -> str:
+        """How an operator names it: ``--flag / OSBP_VARIABLE``, or the variable alone."""
+        return f"{self.setting.flag} / {self.setting.env}" if self.setting.flag else self.setting.env
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The allowed values of a ``Literal`` setting, else none."""
+        if typing.get_origin(self.field.annotation) is Literal:
+            return tuple(str(choice) for choice in typing.get_args(self.field.annotation))
+        return ()
+
+    @property
+    def help(self) -> str:
+        """The flag's help line: the field's description and its variable."""
+        return f"{self.field.description} [{self.setting.env}]"
+
+    def to_set(self) -> str:
+        """What to set when the value is missing."""
+        return f"{self.setting.flag} or {self.setting.env}" if self.setting.flag else self.setting.env
+
+    def rejection(self, error: Mapping[str, Any]) -> str:
+        """Why a value was rejected, in the rule's words (a secret's value is never repeated)."""
+        rule = self.setting.rule or (f"be one of {', '.join(self.choices)}" if self.choices else None)
+        given = error.get("input")
+        got = "" if self.setting.secret or not isinstance(given, str) else f" (got {given!r})"
+        if rule is None:
+            return f"{self.who}: {str(error['msg']).lower()}{got}"
+        return f"{self.who} must {rule}{got}"
+
+
+@cache
+def settings_of(model: type[BaseModel]) -> tuple[Leaf, ...]:
+    """Every :class:`Setting`-annotated field of ``model``, nested models' fields included, in order."""
+    return tuple(_leaves(model, ()))
+
+
+def _leaves(model: type[BaseModel], prefix: tuple[str, ...]) -> typing.Iterator[Leaf]:
+    for name, field in model.model_fields.items():
+        setting = next((item for item in field.metadata if isinstance(item, Setting)), None)
+        if setting is not None:
+            yield Leaf((*prefix, name), field, setting)
+        elif isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            yield from _leaves(field.annotation, (*prefix, name))
+
+
+def nest(values: Mapping[tuple[str, ...], Any], leaves: tuple[Leaf, ...]) -> dict[str, Any]:
+    """Values keyed by setting path as the nested dict a settings model takes (every part present)."""
+    nested: dict[str, Any] = {}
+    for leaf in leaves:
+        parent = nested
+        for part in leaf.path[:-1]:
+            parent = parent.setdefault(part, {})
+        if leaf.path in values:
+            parent[leaf.path[-1]] = values[leaf.path]
+    return nested
+
+
+class _Variables(PydanticBaseSettingsSource):
+    """Each setting from its own documented ``OSBP_*`` variable; an empty variable counts as unset."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        # Unused: __call__ reads every setting, nested ones included, by its own variable name.
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        leaves = settings_of(self.settings_cls)
+        given = {leaf.path: os.environ.get(leaf.setting.env) for leaf in leaves}
+        return nest({path: value for path, value in given.items() if value}, leaves)
+
+
+_INSTANT = "be an RFC 3339 instant with Z or an offset, like 2030-05-06T13:00:00Z"
 
 
 class ServerSettings(BaseSettings):
-    """Configuration of one MCP server process (``OSBP_<FIELD>`` environment variables)."""
+    """Configuration of one MCP server process: its own settings and the adapter's, from flags and env."""
 
-    # extra="ignore": the adapter reads its own OSBP_* settings from the same environment.
-    model_config = SettingsConfigDict(env_prefix="OSBP_", extra="ignore", populate_by_name=True)
-
-    platform_base_url: str | None = Field(
-        default=None,
-        validation_alias=AliasChoices("platform_base_url", "OSBP_PLATFORM_BASE_URL"),
-        pattern=r"^https?://\S+$",
-        description="Base URL of the booking platform.",
+    adapter: AdapterSettings = Field(description="the adapter's part (the reference adapter's settings)")
+    audit_log_path: Annotated[Path, Setting("OSBP_AUDIT_LOG_PATH", "--audit-log-path", metavar="PATH")] = (
+        Field(default=DEFAULT_AUDIT_PATH, description="the JSONL audit log")
     )
-    organization_id: str | None = Field(
-        default=None, min_length=1, description="The one organization this server process serves."
-    )
-    state_path: Path | None = Field(
-        default=None, description="Local OSBP state file (idempotency, approvals); unset: the adapter's."
-    )
-    audit_log_path: Path = Field(default=DEFAULT_AUDIT_PATH, description="The JSONL audit log.")
-    audit_key: SecretStr | None = Field(
+    audit_key: Annotated[
+        SecretStr | None,
+        Setting("OSBP_AUDIT_KEY", rule=f"be at least {AUDIT_KEY_MIN_LENGTH} characters", secret=True),
+    ] = Field(
         default=None,
         min_length=AUDIT_KEY_MIN_LENGTH,
-        description="HMAC key for the audit log's macs (OSBP_AUDIT_KEY, environment only; never a flag).",
+        description="HMAC key for the audit log's macs (environment only; never a flag)",
     )
-    log_level: LogLevel = Field(default="WARNING", description="stderr log level.")
-    adapter_factory: str = Field(
-        default=DEFAULT_ADAPTER_FACTORY,
-        pattern=r"^[\w.]+:\w+$",
-        description="module:function building the BookingAdapter from these settings.",
+    log_level: Annotated[LogLevel, Setting("OSBP_LOG_LEVEL", "--log-level")] = Field(
+        default="WARNING", description="stderr log level"
     )
-    now: AwareDatetime | None = Field(
+    adapter_factory: Annotated[
+        str | None,
+        Setting("OSBP_ADAPTER_FACTORY", "--adapter", "be module:function", "MODULE:FUNCTION"),
+    ] = Field(
         default=None,
-        description="Freeze this process's clock at this RFC 3339 instant (demos, traces, tests only).",
+        pattern=r"^[\w.]+:\w+$",
+        description="a plug-in adapter: module:function building the BookingAdapter from these settings "
+        "(default: the reference adapter)",
+    )
+    now: Annotated[AwareDatetime | None, Setting("OSBP_NOW", "--now", _INSTANT, "INSTANT")] = Field(
+        default=None,
+        description="freeze this process's clock at an RFC 3339 instant; demos, traces and tests only",
     )
     _clock: Clock | None = PrivateAttr(default=None)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments (the flags) first, then each setting's own variable; no dotenv, no files."""
+        return init_settings, _Variables(settings_cls)
 
     @field_validator("now", mode="before")
     @classmethod
@@ -74,11 +177,11 @@ class ServerSettings(BaseSettings):
         if isinstance(value, str):
             instant = parse_instant(value)
             if instant is None:
-                raise ValueError("must be an RFC 3339 instant with Z or an offset, like 2030-05-06T13:00:00Z")
+                raise ValueError(f"must {_INSTANT}")
             return instant
         if isinstance(value, datetime) or value is None:
             return value
-        raise ValueError("must be an RFC 3339 instant with Z or an offset, like 2030-05-06T13:00:00Z")
+        raise ValueError(f"must {_INSTANT}")
 
     def clock(self) -> Clock:
         """The process's one clock, the same object every time: frozen at ``now`` if set, else real."""
@@ -90,13 +193,22 @@ class ServerSettings(BaseSettings):
         """The audit key as bytes (UTF-8 of ``OSBP_AUDIT_KEY``), or None for an unkeyed log."""
         return None if self.audit_key is None else self.audit_key.get_secret_value().encode()
 
-    def missing(self) -> list[str]:
-        """The required settings that are not configured, as ``--flag / OSBP_VARIABLE`` descriptions."""
-        return [how for field, how in REQUIRED.items() if getattr(self, field) is None]
 
-
-#: Required settings and how to set them.
-REQUIRED: dict[str, str] = {
-    "platform_base_url": "--platform-url or OSBP_PLATFORM_BASE_URL",
-    "organization_id": "--organization-id or OSBP_ORGANIZATION_ID",
-}
+def describe(error: ValidationError, model: type[BaseModel] = ServerSettings) -> str:
+    """The rejected configuration in plain words on one line: which values break which rule, what to set."""
+    leaves = settings_of(model)
+    invalid: list[str] = []
+    missing: list[str] = []
+    for item in error.errors(include_url=False):
+        loc = tuple(str(part) for part in item["loc"])
+        leaf = next((leaf for leaf in leaves if loc[: len(leaf.path)] == leaf.path), None)
+        if leaf is None:  # not an operator's setting: a caller's keyword argument, in pydantic's words
+            invalid.append(f"{'.'.join(loc)}: {item['msg']}")
+        elif item["type"] == "missing":
+            missing.append(leaf.to_set())
+        else:
+            invalid.append(leaf.rejection(item))
+    parts = [f"invalid configuration: {'; '.join(invalid)}"] if invalid else []
+    if missing:
+        parts.append(f"missing configuration: set {', and '.join(missing)}")
+    return "; ".join(parts)

@@ -8,7 +8,8 @@ has it today:
 - ``backend`` imports nothing of ours but itself: it is a foreign system;
 - ``protocol`` imports only ``protocol``;
 - ``adapter`` imports ``protocol`` and ``adapter``;
-- ``server`` imports ``protocol`` and ``server``, and ``adapter`` only in its composition root;
+- ``server`` imports ``protocol`` and ``server``, and ``adapter`` only in its composition root and in its
+  settings object (which nests the adapter's settings model);
 - ``demo`` imports ``protocol``, ``adapter``, ``server`` and ``demo``, and the platform's start-up API
   (``backend.serving``, ``backend.settings``) only in the module that starts the platform in-process;
 - ``conformance`` imports only ``conformance``: it knows OSBP from the wire alone, like any outside grader;
@@ -34,7 +35,9 @@ COMPONENTS = ("backend", "protocol", "adapter", "server", "demo", "conformance")
 #: The distribution's root package (`osbp/__init__.py`: version constants).
 ROOT = "osbp"
 #: The one server module that builds the adapter (the server's composition root).
-COMPOSITION_ROOT = "server/adapter_factory.py"
+COMPOSITION_ROOT = "server/compose.py"
+#: The server's one settings object, which nests the adapter's settings model.
+SERVER_SETTINGS = "server/settings.py"
 #: The modules that start this project's platform for their users.
 PLATFORM_STARTERS = ("demo/stack.py", "conformance/self_target.py")
 #: What starting the platform may import of it.
@@ -53,7 +56,7 @@ ALLOWED: dict[str, set[str]] = {
     "conformance": {"conformance"},
 }
 #: File -> the modules (and their submodules) it may import beyond its component's rule.
-EXCEPTIONS: dict[str, set[str]] = {COMPOSITION_ROOT: {"adapter"}}
+EXCEPTIONS: dict[str, set[str]] = {COMPOSITION_ROOT: {"adapter"}, SERVER_SETTINGS: {"adapter"}}
 for _starter in PLATFORM_STARTERS:
     EXCEPTIONS[_starter] = set(PLATFORM_STARTUP_API)
 EXCEPTIONS[SELF_TARGET].add(SERVER_ENTRY)

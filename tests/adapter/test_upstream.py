@@ -62,7 +62,11 @@ Handler = Callable[[httpx2.Request], httpx2.Response]
 
 def upstream_with(handler: Handler, notices: LifecycleNotices | None = None, **settings: object) -> Upstream:
     """An Upstream over a MockTransport answering with ``handler``."""
-    configured = AdapterSettings(platform_base_url="http://platform.test", **settings)  # type: ignore[arg-type]
+    configured = AdapterSettings(
+        platform_base_url="http://platform.test",
+        organization_id="carolyns_dental",
+        **settings,
+    )
     return Upstream(
         configured,
         platform=PLATFORM,
@@ -121,7 +125,11 @@ async def test_configured_credential_is_sent_but_never_captured_into_meta() -> N
 
 def test_platform_api_key_is_hidden_in_the_settings_repr() -> None:
     """OSBP spec, Security: durable secrets stay server-side and out of observability."""
-    settings = AdapterSettings(platform_api_key=SecretStr("sk_live_secret_value"))
+    settings = AdapterSettings(
+        platform_base_url="http://platform.test",
+        organization_id="carolyns_dental",
+        platform_api_key=SecretStr("sk_live_secret_value"),
+    )
     assert "sk_live_secret_value" not in repr(settings)
 
 

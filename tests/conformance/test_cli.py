@@ -102,10 +102,3 @@ def test_an_unreadable_fixture_file_exits_2(tmp_path, capsys):
     path.write_text("{}", encoding="utf-8")
     assert main(["--server", "x", "--fixtures", str(path)]) == 2
     assert "cannot read the fixture file" in capsys.readouterr().err
-
-
-def test_self_before_the_platform_exists_exits_2_with_a_clear_message(monkeypatch, capsys):
-    """Platform choice (issue 6): --self is wired but says it is not yet available."""
-    monkeypatch.setitem(sys.modules, "osbp.backend.serving", None)
-    assert main(["--self"]) == 2
-    assert "not yet available" in capsys.readouterr().err

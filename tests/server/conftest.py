@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +26,14 @@ NOW = datetime(2026, 5, 1, 16, 0, tzinfo=UTC)
 def anyio_backend() -> str:
     """Async tests run on asyncio (the MCP server's loop)."""
     return "asyncio"
+
+
+@pytest.fixture
+def no_osbp_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No OSBP_* variable from the developer's shell leaks into a settings or CLI test."""
+    for key in list(os.environ):
+        if key.startswith("OSBP_"):
+            monkeypatch.delenv(key)
 
 
 @pytest.fixture

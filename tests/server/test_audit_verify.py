@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from osbp.server.audit import AuditDraft, AuditLog, Decision, record_hash
 from osbp.server.audit_cli import main
 from osbp.server.audit_verify import verify_chain
 
+REPO = Path(__file__).resolve().parents[2]
 KEY = "k" * 16 + "0123456789abcdef"  # 32 characters, the shortest accepted
 
 
@@ -48,7 +50,7 @@ def rewrite(path: Path, transform) -> None:
 
 
 def test_a_clean_log_verifies_and_the_head_is_reported(log_path, capsys):
-    """Platform choice (issue 4): `osbp audit verify` passes on an untouched log."""
+    """Platform choice: `osbp audit verify` passes on an untouched log."""
     assert main(["verify", str(log_path)]) == 0
     out = capsys.readouterr().out
     last = json.loads(log_path.read_text().splitlines()[-1])
@@ -56,7 +58,7 @@ def test_a_clean_log_verifies_and_the_head_is_reported(log_path, capsys):
 
 
 def test_an_edited_line_is_named(log_path, capsys):
-    """Platform choice (issue 4): editing a recorded result breaks that line's own hash."""
+    """Platform choice: editing a recorded result breaks that line's own hash."""
 
     def edit(raw):
         record = json.loads(raw[2])
@@ -91,7 +93,7 @@ def test_an_edit_that_recomputes_the_line_hash_still_breaks_the_next_link(log_pa
 
 
 def test_a_deleted_line_is_named(log_path, capsys):
-    """Platform choice (issue 4): deleting a line breaks the link of the line after it."""
+    """Platform choice: deleting a line breaks the link of the line after it."""
     rewrite(log_path, lambda raw: raw[:1] + raw[2:])
     assert main(["verify", str(log_path)]) == 1
     assert capsys.readouterr().out.startswith(
@@ -109,14 +111,14 @@ def test_a_deleted_first_line_is_named(log_path):
 
 
 def test_swapped_lines_are_named(log_path, capsys):
-    """Platform choice (issue 4): reordering lines breaks the chain at the first moved line."""
+    """Platform choice: reordering lines breaks the chain at the first moved line."""
     rewrite(log_path, lambda raw: [raw[0], raw[2], raw[1], raw[3], raw[4]])
     assert main(["verify", str(log_path)]) == 1
     assert capsys.readouterr().out.startswith("broken: line 2 (event aud_3)")
 
 
 def test_an_inserted_line_is_named(log_path):
-    """Platform choice (issue 4): a line copied in from elsewhere breaks the chain where it sits."""
+    """Platform choice: a line copied in from elsewhere breaks the chain where it sits."""
     rewrite(log_path, lambda raw: [*raw[:3], raw[0], *raw[3:]])
     report = verify_chain(log_path)
     assert report.first_break is not None
@@ -133,10 +135,61 @@ def test_a_truncated_last_line_is_named(log_path):
     assert report.lines == 4
 
 
-def test_a_missing_log_is_an_empty_intact_chain(tmp_path, capsys):
-    """Platform choice: a server that never ran has nothing to distrust."""
-    assert main(["verify", str(tmp_path / "none.jsonl")]) == 0
-    assert capsys.readouterr().out.startswith("ok: 0 events")
+def test_an_empty_log_is_an_intact_chain_of_no_events(tmp_path, capsys):
+    """Platform choice: a server that started and answered no call has an empty, intact log."""
+    AuditLog(tmp_path / "events.jsonl").open()
+    assert main(["verify", str(tmp_path / "events.jsonl")]) == 0
+    assert capsys.readouterr().out == f"ok: 0 events, chain intact, head {'0' * 64}\n"
+
+
+def verify(*args: str, cwd: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+    """`osbp audit verify ARGS` in ``cwd`` with only ``variables`` set (no OSBP_* from the shell)."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("OSBP_")}
+    return subprocess.run(
+        [sys.executable, "-m", "osbp", "audit", "verify", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environment | {"PYTHONPATH": str(REPO)} | variables,
+        timeout=60,
+    )
+
+
+@pytest.mark.integration
+def test_a_missing_log_is_not_an_intact_one(tmp_path):
+    """Platform choice: a log that is not there vouches for nothing: one line, exit 2, nothing on stdout."""
+    done = verify(str(tmp_path / "none.jsonl"), cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"osbp audit verify: no audit log at {tmp_path / 'none.jsonl'}: check the path (a server creates "
+        "its log when it starts, at --audit-log-path / OSBP_AUDIT_LOG_PATH)\n"
+    )
+
+
+@pytest.mark.integration
+def test_a_missing_default_log_is_named_by_its_default_path(tmp_path):
+    """OSBP spec, Audit: without a path or OSBP_AUDIT_LOG_PATH the log is .osbp/audit/events.jsonl."""
+    done = verify(cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("osbp audit verify: no audit log at .osbp/audit/events.jsonl: ")
+    assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.integration
+def test_an_empty_path_and_a_directory_are_one_line_each(tmp_path):
+    """Platform choice: only a file can be verified; anything else says so on one line, exit 2."""
+    empty = verify("", cwd=tmp_path)
+    assert (empty.returncode, empty.stdout) == (2, "")
+    assert empty.stderr == (
+        "osbp audit verify: the log path is empty: give the audit log file, or leave it out to check "
+        "$OSBP_AUDIT_LOG_PATH\n"
+    )
+    directory = verify(str(tmp_path), cwd=tmp_path)
+    assert (directory.returncode, directory.stdout) == (2, "")
+    assert (
+        directory.stderr
+        == f"osbp audit verify: {tmp_path} is a directory: give the audit log file inside it\n"
+    )
 
 
 def test_the_path_defaults_to_osbp_audit_log_path(log_path, monkeypatch, capsys):

@@ -1,4 +1,4 @@
-"""`osbp mcp` / `python -m osbp.server`: configuration, start-up budget, plug-in adapters, shutdown."""
+"""`osbp mcp` / `python -m osbp.server`: configuration, start-up checks, plug-in adapters, shutdown."""
 
 from __future__ import annotations
 
@@ -24,12 +24,7 @@ PLUGIN = "tests.server.memory_adapter:build_memory_adapter"
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No OSBP_* variable from the developer's shell leaks into these tests."""
-    for key in list(os.environ):
-        if key.startswith("OSBP_"):
-            monkeypatch.delenv(key)
+pytestmark = pytest.mark.usefixtures("no_osbp_environment")
 
 
 @pytest.fixture(autouse=True)
@@ -49,33 +44,91 @@ def env(**values: str) -> dict[str, str]:
     return base | values
 
 
-def test_missing_platform_and_organization_exit_2_naming_flags_and_variables(capsys):
-    """Issue 4: configuration is validated at start with a clear message on what is missing."""
-    assert main([]) == 2
-    err = capsys.readouterr().err
-    assert err == (
-        "osbp mcp: missing configuration: --platform-url or OSBP_PLATFORM_BASE_URL; "
-        "--organization-id or OSBP_ORGANIZATION_ID\n"
+#: A platform and an organization: enough for the server to get past "missing configuration".
+CONFIGURED = {"OSBP_PLATFORM_BASE_URL": "http://127.0.0.1:9", "OSBP_ORGANIZATION_ID": "org_test"}
+
+
+def run_mcp(*args: str, cwd: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+    """`python -m osbp.server ARGS` with only ``variables`` set, its input at end, finished."""
+    return subprocess.run(
+        [sys.executable, "-m", "osbp.server", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env(**variables),
+        timeout=60,
     )
 
 
-def test_a_malformed_setting_exits_2_without_a_traceback(capsys):
-    """Issue 4: a bad value is one clear line, never a traceback."""
-    assert main(["--platform-url", "ftp://example", "--organization-id", "org"]) == 2
+def a_regular_file(path: Path) -> Path:
+    """A regular file at ``path``: no directory can be created under it, whoever the user (root too)."""
+    path.write_text("not a directory\n", encoding="utf-8")
+    return path
+
+
+def test_missing_platform_and_organization_exit_2_naming_flags_and_variables(capsys):
+    """OSBP spec, one organization per server: nothing is guessed; the message says what to set."""
+    assert main([]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("osbp mcp: invalid configuration: --platform-url / OSBP_PLATFORM_BASE_URL:")
-    assert "Traceback" not in err
+    assert err == (
+        "osbp mcp: missing configuration: set --platform-url or OSBP_PLATFORM_BASE_URL, "
+        "and --organization-id or OSBP_ORGANIZATION_ID\n"
+    )
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("args", "variables", "line"),
+    [
+        (
+            ["--platform-url", "ftp://example"],
+            {"OSBP_ORGANIZATION_ID": "org"},
+            "--platform-url / OSBP_PLATFORM_BASE_URL must be an http(s) URL, like http://127.0.0.1:8400 "
+            "(got 'ftp://example')",
+        ),
+        (
+            [],
+            CONFIGURED | {"OSBP_AUDIT_KEY": "short-secret"},
+            "OSBP_AUDIT_KEY must be at least 32 characters",
+        ),
+        (
+            [],
+            CONFIGURED | {"OSBP_READ_TIMEOUT_S": "soon"},
+            "OSBP_READ_TIMEOUT_S must be a positive number of seconds (got 'soon')",
+        ),
+        (
+            [],
+            CONFIGURED | {"OSBP_LOG_LEVEL": "LOUD"},
+            "--log-level / OSBP_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL (got 'LOUD')",
+        ),
+    ],
+)
+def test_a_rejected_setting_is_one_plain_line_naming_the_flag_or_variable(tmp_path, args, variables, line):
+    """Platform choice: a bad value is one line naming the setting and its rule, never pydantic's words."""
+    done = run_mcp(*args, cwd=tmp_path, **variables)
+    assert done.returncode == 2
+    assert done.stderr == f"osbp mcp: invalid configuration: {line}\n"
+    assert done.stdout == ""
+
+
+@pytest.mark.integration
+def test_a_usage_error_is_one_line_pointing_at_help(tmp_path):
+    """Platform choice: an unknown flag is one line on stderr, not the whole usage text."""
+    done = run_mcp("--organisation-id", "org", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == "osbp mcp: unrecognized arguments: --organisation-id org (see osbp mcp --help)\n"
 
 
 def test_flags_override_environment_variables(monkeypatch):
-    """Issue 4: configuration from flags and OSBP_* environment variables, flags first."""
+    """Platform choice: configuration from flags and OSBP_* environment variables, flags first."""
     monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", "http://127.0.0.1:1")
     monkeypatch.setenv("OSBP_ORGANIZATION_ID", "from_env")
     monkeypatch.setenv("OSBP_AUDIT_LOG_PATH", "audit/from-env.jsonl")
     settings = load_settings(["--organization-id", "from_flag"])
     assert isinstance(settings, ServerSettings)
-    assert settings.organization_id == "from_flag"
-    assert settings.platform_base_url == "http://127.0.0.1:1"
+    assert settings.adapter.organization_id == "from_flag"
+    assert settings.adapter.platform_base_url == "http://127.0.0.1:1"
     assert settings.audit_log_path == Path("audit/from-env.jsonl")
 
 
@@ -88,22 +141,12 @@ def test_the_audit_key_comes_from_the_environment_only_and_is_never_echoed(monke
     monkeypatch.setenv("OSBP_AUDIT_KEY", "short-secret")
     assert main(base) == 2
     err = capsys.readouterr().err
-    assert "OSBP_AUDIT_KEY" in err
-    assert "short-secret" not in err
+    assert err == "osbp mcp: invalid configuration: OSBP_AUDIT_KEY must be at least 32 characters\n"
     monkeypatch.setenv("OSBP_AUDIT_KEY", "s" * 32)
     settings = load_settings(base)
     assert isinstance(settings, ServerSettings)
     assert settings.audit_key_bytes() == b"s" * 32
     assert "s" * 32 not in repr(settings)
-
-
-def test_the_platform_url_is_read_from_the_adapters_own_variable(monkeypatch):
-    """Platform choice: one name for the platform URL, OSBP_PLATFORM_BASE_URL, shared with the adapter."""
-    monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", "http://127.0.0.1:2")
-    monkeypatch.setenv("OSBP_ORGANIZATION_ID", "org")
-    settings = load_settings([])
-    assert isinstance(settings, ServerSettings)
-    assert settings.platform_base_url == "http://127.0.0.1:2"
 
 
 def test_the_audit_log_defaults_to_the_spec_path():
@@ -142,8 +185,10 @@ def test_a_now_that_is_not_an_rfc_3339_instant_exits_2(value, capsys):
     args = ["--platform-url", "http://127.0.0.1:1", "--organization-id", "org", "--now", value]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert err.startswith("osbp mcp: invalid configuration: --now / OSBP_NOW: ")
-    assert "Traceback" not in err
+    assert err == (
+        "osbp mcp: invalid configuration: --now / OSBP_NOW must be an RFC 3339 instant with Z or an offset, "
+        f"like 2030-05-06T13:00:00Z (got {value!r})\n"
+    )
 
 
 def test_an_unloadable_adapter_factory_exits_2(capsys):
@@ -151,25 +196,103 @@ def test_an_unloadable_adapter_factory_exits_2(capsys):
     args = ["--platform-url", "http://127.0.0.1:1", "--organization-id", "org"]
     args += ["--adapter", "nowhere.mod:build"]
     assert main(args) == 2
-    assert "cannot import adapter factory module 'nowhere.mod'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("osbp mcp: --adapter / OSBP_ADAPTER_FACTORY: cannot import module 'nowhere.mod'")
 
 
-def test_an_unusable_audit_path_exits_2(tmp_path, capsys):
-    """Issue 4: the audit log is opened at start, so a bad path fails before serving anything."""
+def test_an_audit_path_that_is_a_directory_exits_2(tmp_path, capsys):
+    """Platform choice: the audit log is opened at start, so a bad path fails before serving anything."""
     (tmp_path / "events.jsonl").mkdir()
     args = ["--platform-url", "http://127.0.0.1:1", "--organization-id", "org"]
     args += ["--adapter", PLUGIN, "--state-path", str(tmp_path / "s.db")]
     args += ["--audit-log-path", str(tmp_path / "events.jsonl")]
     assert main(args) == 2
-    assert "cannot open the audit log" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"osbp mcp: cannot create the audit log {tmp_path / 'events.jsonl'}: it is a directory; "
+        "set --audit-log-path / OSBP_AUDIT_LOG_PATH to an absolute path in a directory this user can write\n"
+    )
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("other", "what", "default", "setting"),
+    [
+        (
+            "OSBP_AUDIT_LOG_PATH",
+            "the state file",
+            ".osbp/state/osbp.sqlite3",
+            "--state-path / OSBP_STATE_PATH",
+        ),
+        (
+            "OSBP_STATE_PATH",
+            "the audit log",
+            ".osbp/audit/events.jsonl",
+            "--audit-log-path / OSBP_AUDIT_LOG_PATH",
+        ),
+    ],
+)
+def test_a_working_directory_that_cannot_hold_a_default_file_is_one_line(
+    tmp_path, other, what, default, setting
+):
+    """OSBP spec, Audit: the defaults are relative (.osbp/...); where one cannot be, say what to set."""
+    a_regular_file(tmp_path / ".osbp")  # `.osbp/...` cannot be created here, by any user
+    done = run_mcp(cwd=tmp_path, **{other: str(tmp_path / "elsewhere")}, **CONFIGURED)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"osbp mcp: cannot create {what} {default} in the working directory {tmp_path}: "
+        f"{tmp_path / '.osbp'} is not a directory; "
+        f"set {setting} to an absolute path in a directory this user can write\n"
+    )
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("how", ["flag", "variable"])
+def test_a_state_path_that_cannot_be_created_is_one_line(tmp_path, how):
+    """Platform choice: the state file is opened before serving, so a bad path is a clear start-up error."""
+    state = a_regular_file(tmp_path / "taken") / "state.db"
+    given = {"OSBP_STATE_PATH": str(state)} if how == "variable" else {}
+    args = ["--state-path", str(state)] if how == "flag" else []
+    done = run_mcp(*args, cwd=tmp_path, OSBP_AUDIT_LOG_PATH=str(tmp_path / "a.jsonl"), **CONFIGURED, **given)
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"osbp mcp: cannot create the state file {state}: {tmp_path / 'taken'} is not a directory; "
+        "set --state-path / OSBP_STATE_PATH to an absolute path in a directory this user can write\n"
+    )
+
+
+@pytest.mark.integration
+def test_a_relative_state_path_that_cannot_be_created_names_the_working_directory(tmp_path):
+    """Platform choice: a relative path is relative to the working directory, and the message says which."""
+    a_regular_file(tmp_path / "rel")
+    done = run_mcp(
+        "--state-path",
+        "rel/state.db",
+        cwd=tmp_path,
+        OSBP_AUDIT_LOG_PATH=str(tmp_path / "a.jsonl"),
+        **CONFIGURED,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(
+        f"osbp mcp: cannot create the state file rel/state.db in the working directory {tmp_path}: "
+    )
+    assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.integration
+def test_relative_paths_in_a_writable_directory_are_created_there_at_start(tmp_path):
+    """Platform choice: both files are created before serving, relative to the working directory."""
+    done = run_mcp("--adapter", PLUGIN, "--state-path", "rel/state.db", cwd=tmp_path, **CONFIGURED)
+    assert done.returncode == 0
+    assert (tmp_path / "rel" / "state.db").is_file()
+    assert (tmp_path / ".osbp" / "audit" / "events.jsonl").is_file()
 
 
 @pytest.mark.integration
 def test_the_entry_point_never_imports_the_platform_stack():
-    """Issue 4: the server process never imports FastAPI, SQLModel, uvicorn or osbp.backend."""
+    """Platform choice: the server process never imports FastAPI, SQLModel, uvicorn or osbp.backend."""
     code = (
         "import sys, osbp.server.cli, osbp.adapter\n"
-        "from osbp.server.adapter_factory import reference_adapter\n"
+        "from osbp.server.compose import reference_adapter\n"
         "heavy = ('fastapi', 'sqlmodel', 'uvicorn', 'sqlalchemy', 'osbp.backend')\n"
         "print(sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in heavy)))\n"
     )
@@ -179,7 +302,7 @@ def test_the_entry_point_never_imports_the_platform_stack():
 
 @pytest.mark.integration
 def test_python_m_osbp_server_and_osbp_mcp_are_the_same_command(tmp_path):
-    """Issue 4: `osbp mcp` and `python -m osbp.server` both launch the server."""
+    """Platform choice: `osbp mcp` and `python -m osbp.server` both launch the server."""
     for command in ([sys.executable, "-m", "osbp.server"], [sys.executable, "-m", "osbp", "mcp"]):
         done = subprocess.run([*command, "--help"], capture_output=True, text=True, env=env(), cwd=tmp_path)
         assert done.returncode == 0
@@ -187,13 +310,13 @@ def test_python_m_osbp_server_and_osbp_mcp_are_the_same_command(tmp_path):
         missing = subprocess.run(command, capture_output=True, text=True, env=env(), cwd=tmp_path)
         assert missing.returncode == 2
         assert missing.stdout == ""
-        assert missing.stderr.startswith("osbp mcp: missing configuration:")
+        assert missing.stderr.startswith("osbp mcp: missing configuration: set --platform-url")
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_the_server_cleanly(tmp_path, signum):
-    """Issue 4: clean shutdown: the adapter and the audit log are closed and the exit status is 0."""
+    """Platform choice: a signal stops the server at once: adapter and audit log closed, exit status 0."""
     process = subprocess.Popen(
         [sys.executable, "-m", "osbp.server", "--adapter", PLUGIN],
         stdin=subprocess.PIPE,
@@ -223,8 +346,10 @@ def test_a_signal_stops_the_server_cleanly(tmp_path, signum):
         # Wait for the server to say it is serving (an event, not a sleep), then signal it.
         assert lines.get(timeout=60)["event"] == "serving_stdio"
         process.send_signal(signum)
-        assert process.wait(timeout=60) == 0
-        reader.join(timeout=60)
+        # A few seconds, far above the tens of milliseconds it takes: a signal that waits on the host
+        # (another input line, a blocked reader thread) would never end it at all.
+        assert process.wait(timeout=5) == 0
+        reader.join(timeout=5)
         rest = []
         while not lines.empty():
             rest.append(lines.get_nowait())

@@ -1,0 +1,131 @@
+"""The server process's composition root: from its one settings object to an adapter and an audit log.
+
+:func:`compose` checks, before anything is served, that the state file and the audit log can be created
+(a relative path is relative to the working directory, which an MCP host may well start the server in
+``/``), then builds the adapter and opens the log. Every failure it expects is one line naming the
+setting, what is wrong with it and what to do, never a traceback.
+
+The reference adapter is a plain import here. Only a plug-in named by ``--adapter module:function``
+(``OSBP_ADAPTER_FACTORY``) is loaded by name: a callable taking :class:`ServerSettings` and returning a
+:class:`~osbp.protocol.port.PlatformAdapter`. Whatever the factory returns is wrapped in
+:class:`~osbp.protocol.core.OsbpCore`, so every adapter gets mandate validation, the approval gate and
+idempotency from the protocol core, on the process's one clock (``--now`` reaches them too), and the
+server never runs an adapter's own create logic.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeAlias
+
+from osbp.adapter.reference import build_platform_adapter
+from osbp.protocol.clock import Clock
+from osbp.protocol.contract import BookingAdapter
+from osbp.protocol.core import OsbpCore
+from osbp.protocol.port import PlatformAdapter
+from osbp.protocol.store import StateStore
+from osbp.server.audit import AuditLog
+from osbp.server.settings import Leaf, ServerSettings, settings_of
+
+__all__ = ["AdapterFactory", "Composition", "compose", "load_factory", "reference_adapter"]
+
+logger = logging.getLogger("osbp.server")
+
+AdapterFactory: TypeAlias = Callable[[ServerSettings], PlatformAdapter]
+
+
+@dataclass(frozen=True, slots=True)
+class Composition:
+    """What the server runs on: the adapter inside the core, the open audit log and the one clock."""
+
+    adapter: BookingAdapter
+    audit: AuditLog
+    clock: Clock
+
+
+def reference_adapter(settings: ServerSettings) -> PlatformAdapter:
+    """The reference platform adapter for the synthetic platform."""
+    return build_platform_adapter(settings.adapter)
+
+
+def load_factory(spec: str) -> AdapterFactory | str:
+    """The plug-in factory named ``module:function``, or why it cannot be loaded."""
+    module_name, _, attribute = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        return f"--adapter / OSBP_ADAPTER_FACTORY: cannot import module {module_name!r}: {error}"
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        return f"--adapter / OSBP_ADAPTER_FACTORY: {spec!r} is not a callable adapter factory"
+    return factory  # type: ignore[no-any-return]  # checked callable; the signature is the plug-in's promise
+
+
+def compose(settings: ServerSettings) -> Composition | str:
+    """The adapter and the opened audit log for ``settings``, or the one line saying why not."""
+    plugin = settings.adapter_factory
+    factory = reference_adapter if plugin is None else load_factory(plugin)
+    if isinstance(factory, str):
+        return factory
+    state_path = settings.adapter.state_path
+    try:
+        # The state file the adapter will open, opened here first so a bad path fails before serving.
+        # Created by hand first (private, like the audit log) so a failure carries the operating
+        # system's reason; SQLite alone would only say "unable to open database file".
+        state_path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(state_path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        StateStore(state_path)
+    except (OSError, sqlite3.Error) as error:
+        return _cannot_create("the state file", state_path, error, _leaf(("adapter", "state_path")))
+    audit = AuditLog(settings.audit_log_path, key=settings.audit_key_bytes())
+    try:
+        audit.open()
+    except OSError as error:
+        return _cannot_create("the audit log", settings.audit_log_path, error, _leaf(("audit_log_path",)))
+    try:
+        # Typed as object: a plug-in is foreign code, so what it returns is checked, not trusted.
+        adapter: object = factory(settings)
+    except Exception as error:
+        # A plug-in's bug, not the operator's mistake: the traceback goes to the log, one line to stderr.
+        logger.exception("adapter_factory_failed")
+        audit.close()
+        return f"the adapter factory failed: {type(error).__name__}: {error}"
+    if not isinstance(adapter, PlatformAdapter):
+        audit.close()
+        return (
+            f"--adapter / OSBP_ADAPTER_FACTORY: {plugin!r} returned a {type(adapter).__name__}, not a "
+            "PlatformAdapter (it needs organization_id, resolve_booking and place_booking; docs/adapter.md)"
+        )
+    clock = settings.clock()
+    return Composition(adapter=OsbpCore(adapter, state=state_path, clock=clock), audit=audit, clock=clock)
+
+
+def _leaf(path: tuple[str, ...]) -> Leaf:
+    return next(leaf for leaf in settings_of(ServerSettings) if leaf.path == path)
+
+
+def _cannot_create(what: str, path: Path, error: OSError | sqlite3.Error, leaf: Leaf) -> str:
+    """One line: which file cannot be created, why, and which setting to change to what."""
+    where = str(path) if path.is_absolute() else f"{path} in the working directory {Path.cwd()}"
+    return (
+        f"cannot create {what} {where}: {_reason(path.absolute(), error)}; "
+        f"set {leaf.who} to an absolute path in a directory this user can write"
+    )
+
+
+def _reason(path: Path, error: OSError | sqlite3.Error) -> str:
+    if isinstance(error, sqlite3.Error):
+        return f"SQLite says {error}"
+    if path.is_dir():
+        return "it is a directory"
+    # The nearest existing ancestor explains most failures: a file where a directory should be.
+    ancestor = next((parent for parent in path.parents if parent.exists()), None)
+    if ancestor is not None and not ancestor.is_dir():
+        return f"{ancestor} is not a directory"
+    return (error.strerror or str(error)).lower()

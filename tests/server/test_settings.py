@@ -1,0 +1,117 @@
+"""ServerSettings: the MCP server process's one settings object, the adapter's part nested in it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from osbp.protocol.store import DEFAULT_STATE_PATH
+from osbp.server.cli import build_parser
+from osbp.server.settings import ServerSettings, describe
+
+URL, ORG = "http://127.0.0.1:8400", "carolyns_dental"
+
+pytestmark = pytest.mark.usefixtures("no_osbp_environment")
+
+
+def test_every_documented_variable_reaches_its_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Platform choice (docs/server.md, docs/adapter.md): each OSBP_* name keeps working, nested or not."""
+    documented = {
+        "OSBP_PLATFORM_BASE_URL": "https://platform.example",
+        "OSBP_ORGANIZATION_ID": "gus_notary",
+        "OSBP_STATE_PATH": "/var/lib/osbp/state.sqlite3",
+        "OSBP_CONNECT_TIMEOUT_S": "1.5",
+        "OSBP_READ_TIMEOUT_S": "2.5",
+        "OSBP_DEFAULT_SERVICE_ID": "gus_notary_notarization",
+        "OSBP_DEFAULT_SCHEDULE_ID": "gus_notary_main",
+        "OSBP_PLATFORM_API_KEY": "sk_from_env",
+        "OSBP_SOURCE": "host-marker",
+        "OSBP_AUDIT_LOG_PATH": "/var/log/osbp/events.jsonl",
+        "OSBP_AUDIT_KEY": "k" * 32,
+        "OSBP_LOG_LEVEL": "DEBUG",
+        "OSBP_ADAPTER_FACTORY": "tests.server.memory_adapter:build_memory_adapter",
+        "OSBP_NOW": "2030-05-06T13:00:00Z",
+    }
+    for name, value in documented.items():
+        monkeypatch.setenv(name, value)
+    settings = ServerSettings()
+    adapter = settings.adapter
+    assert (adapter.platform_base_url, adapter.organization_id) == ("https://platform.example", "gus_notary")
+    assert adapter.state_path == Path("/var/lib/osbp/state.sqlite3")
+    assert (adapter.connect_timeout_s, adapter.read_timeout_s) == (1.5, 2.5)
+    assert (adapter.default_service_id, adapter.default_schedule_id) == (
+        "gus_notary_notarization",
+        "gus_notary_main",
+    )
+    assert adapter.platform_api_key is not None
+    assert adapter.platform_api_key.get_secret_value() == "sk_from_env"
+    assert adapter.source == "host-marker"
+    assert settings.audit_log_path == Path("/var/log/osbp/events.jsonl")
+    assert settings.audit_key_bytes() == b"k" * 32
+    assert settings.log_level == "DEBUG"
+    assert settings.adapter_factory == "tests.server.memory_adapter:build_memory_adapter"
+    assert settings.now == datetime(2030, 5, 6, 13, 0, tzinfo=UTC)
+    assert "sk_from_env" not in repr(settings)
+
+
+def test_a_given_nested_value_wins_and_the_rest_still_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Platform choice: flags override variables one setting at a time, inside the adapter's part too."""
+    monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", URL)
+    monkeypatch.setenv("OSBP_ORGANIZATION_ID", "from_env")
+    monkeypatch.setenv("OSBP_READ_TIMEOUT_S", "3")
+    settings = ServerSettings(adapter={"organization_id": "from_flag"})
+    assert settings.adapter.organization_id == "from_flag"
+    assert settings.adapter.platform_base_url == URL
+    assert settings.adapter.read_timeout_s == 3.0
+
+
+def test_the_state_file_has_one_default_the_adapters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Platform choice: one set of defaults: the server's state file is the adapter's default."""
+    monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", URL)
+    monkeypatch.setenv("OSBP_ORGANIZATION_ID", ORG)
+    monkeypatch.setenv("OSBP_STATE_PATH", "")  # an empty variable counts as unset
+    settings = ServerSettings()
+    assert settings.adapter.state_path == DEFAULT_STATE_PATH == Path(".osbp/state/osbp.sqlite3")
+    assert settings.audit_log_path == Path(".osbp/audit/events.jsonl")
+
+
+def test_the_flags_are_the_documented_ones_each_naming_its_variable() -> None:
+    """Platform choice (docs/server.md): flags come from the fields; each help names its variable."""
+    options = {
+        action.option_strings[0]: action.help or ""
+        for action in build_parser()._actions
+        if action.option_strings and action.dest != "help"
+    }
+    assert options.keys() == {
+        "--platform-url",
+        "--organization-id",
+        "--state-path",
+        "--audit-log-path",
+        "--log-level",
+        "--adapter",
+        "--now",
+    }
+    assert options["--platform-url"].endswith("[OSBP_PLATFORM_BASE_URL]")
+    assert options["--state-path"].endswith("[OSBP_STATE_PATH]")
+    assert options["--adapter"].endswith("[OSBP_ADAPTER_FACTORY]")
+
+
+def test_secrets_have_no_flag() -> None:
+    """OSBP spec, Security: credentials and keys come from the environment only."""
+    parser = build_parser()
+    for flag in ("--audit-key", "--platform-api-key"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["--platform-url", URL, "--organization-id", ORG, flag, "x" * 40])
+
+
+def test_a_rejected_secret_is_described_without_its_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OSBP spec, Security: a refused key is named, never repeated."""
+    monkeypatch.setenv("OSBP_AUDIT_KEY", "short-secret")
+    with pytest.raises(ValidationError) as caught:
+        ServerSettings(adapter={"platform_base_url": URL, "organization_id": ORG})
+    assert describe(caught.value) == "invalid configuration: OSBP_AUDIT_KEY must be at least 32 characters"
