@@ -25,14 +25,14 @@ def _compose() -> dict[str, Any]:
 
 
 def test_platform_service_publishes_8400_on_loopback_only():
-    """Issue 2, foundation: the platform's port is bound to 127.0.0.1 on the host."""
+    """Platform choice (deployment): the platform's port is bound to 127.0.0.1 on the host."""
     platform = _compose()["services"]["platform"]
     assert platform["ports"] == ["127.0.0.1:8400:8400"]
     assert platform["environment"]["OSBP_BACKEND_PORT"] == "8400"
 
 
 def test_platform_service_keeps_its_sqlite_file_in_a_named_volume():
-    """Issue 2, foundation: a named volume holds the SQLite file."""
+    """Platform choice (deployment): a named volume holds the SQLite file."""
     compose = _compose()
     platform = compose["services"]["platform"]
     volume, _, mount = platform["volumes"][0].partition(":")
@@ -41,7 +41,7 @@ def test_platform_service_keeps_its_sqlite_file_in_a_named_volume():
 
 
 def test_platform_service_has_a_healthcheck_on_the_health_endpoint():
-    """Issue 2, foundation: a healthcheck."""
+    """Platform choice (deployment): a healthcheck."""
     health = _compose()["services"]["platform"]["healthcheck"]
     assert health["test"][0] == "CMD"
     assert "http://127.0.0.1:8400/health" in " ".join(health["test"])
@@ -49,7 +49,7 @@ def test_platform_service_has_a_healthcheck_on_the_health_endpoint():
 
 
 def test_dockerfile_builds_the_platform_command_it_runs():
-    """Issue 2, foundation: the Dockerfile beside the compose file runs `osbp backend` on 8400."""
+    """Platform choice (deployment): the Dockerfile beside the compose file runs `osbp backend` on 8400."""
     build = _compose()["services"]["platform"]["build"]
     dockerfile = (ROOT / build["context"] / build["dockerfile"]).read_text()
     assert "\nFROM python:3.11" in dockerfile

@@ -121,7 +121,8 @@ async def test_approved_create_books_and_returns_a_readable_receipt(
 async def test_create_passes_mandate_id_customer_and_derived_idempotency_key(
     platform: Platform, adapter: OsbpCore
 ) -> None:
-    """Issue 3: native Idempotency-Key derived from the OSBP key; the mandate id in the metadata."""
+    """OSBP spec, booking.create: native Idempotency-Key derived from the OSBP key; the mandate id in the
+    metadata."""
     receipt = value_of(await book(adapter, create_input()))
     native = platform.appointment(ORG, receipt.booking_id)
     assert native["metadata"] == {"mandate_id": "mnd_test_001", "osbp_receipt_id": "receipt_idem-test-001"}
@@ -198,7 +199,7 @@ async def test_replay_returns_the_stored_receipt_without_any_platform_request(
 async def test_replay_survives_a_new_adapter_on_the_same_state_file(
     platform: Platform, state_path: Path, clock: FixedClock
 ) -> None:
-    """Issue 3: the idempotency store is durable across an adapter restart."""
+    """OSBP spec, booking.create: the idempotency store is durable across an adapter restart."""
     inp = create_input()
     first = make_adapter(platform.base_url, state_path, clock)
     receipt = value_of(await book(first, inp))
@@ -226,7 +227,7 @@ async def test_same_key_with_another_payload_is_an_idempotency_conflict(
 async def test_concurrent_duplicates_make_exactly_one_platform_create(
     platform: Platform, adapter: OsbpCore
 ) -> None:
-    """Issue 3: concurrent duplicates of one key → exactly one platform create."""
+    """OSBP spec, booking.create: concurrent duplicates of one key → exactly one platform create."""
     inp = create_input()
     token = token_of(await adapter.create_booking(inp))
     results: list[object] = []
@@ -248,7 +249,8 @@ async def test_concurrent_duplicates_make_exactly_one_platform_create(
 async def test_platform_idempotency_mismatch_is_idempotency_conflict_not_slot_taken(
     platform: Platform, tmp_path: Path, clock: FixedClock
 ) -> None:
-    """Issue 3: the platform's own idempotency mismatch → idempotency_conflict (never slot_taken)."""
+    """OSBP spec, booking.create: the platform's own idempotency mismatch → idempotency_conflict (never
+    slot_taken)."""
     first = make_adapter(platform.base_url, tmp_path / "a.sqlite3", clock)
     value_of(await book(first, create_input()))
     await first.aclose()
@@ -345,7 +347,7 @@ async def test_a_key_stays_bound_to_its_payload_after_a_failed_attempt(
 
 
 async def test_provider_outside_the_mandate_wins_over_a_taken_slot(adapter: OsbpCore) -> None:
-    """Issue 3: scope wins over availability (provider_not_allowed, not slot_taken)."""
+    """OSBP spec, Mandate Enforcement: scope wins over availability (provider_not_allowed, not slot_taken)."""
     value_of(await book(adapter, create_input()))
     inp = create_input(idempotency_key="idem-other", mandate=mandate(provider_ids=[OKAFOR]))
     assert problem_of(await adapter.create_booking(inp)).problem.code == "provider_not_allowed"
@@ -354,19 +356,20 @@ async def test_provider_outside_the_mandate_wins_over_a_taken_slot(adapter: Osbp
 async def test_unknown_provider_outside_the_mandate_is_provider_not_allowed(
     adapter: OsbpCore,
 ) -> None:
-    """Issue 3: scope wins even over ids the platform does not know."""
+    """OSBP spec, Mandate Enforcement: scope wins even over ids the platform does not know."""
     inp = create_input(provider_id="nobody", mandate=mandate(provider_ids=[REYES]))
     assert problem_of(await adapter.create_booking(inp)).problem.code == "provider_not_allowed"
 
 
 async def test_unknown_service_outside_the_mandate_is_service_not_allowed(adapter: OsbpCore) -> None:
-    """Issue 3: mandate scope answers before the platform's "not found"."""
+    """OSBP spec, Mandate Enforcement: mandate scope answers before the platform's "not found"."""
     inp = create_input(service_id="no_such_service", mandate=mandate(service_ids=[CLEANING]))
     assert problem_of(await adapter.create_booking(inp)).problem.code == "service_not_allowed"
 
 
 async def test_unknown_ids_inside_the_mandate_are_named(adapter: OsbpCore) -> None:
-    """Issue 3 status mapping: ids the platform does not know map to adapter-specific not-found codes."""
+    """OSBP spec, Adapter Contract (status mapping): ids the platform does not know map to adapter-specific
+    not-found codes."""
     # One idempotency key per attempt: a key stays bound to its first payload even after a failure.
     service = problem_of(
         await adapter.create_booking(create_input(idempotency_key="k-svc", service_id="no_such_service"))
@@ -387,7 +390,7 @@ async def test_unknown_ids_inside_the_mandate_are_named(adapter: OsbpCore) -> No
 async def test_empty_provider_without_provider_scope_is_still_provider_unknown(
     adapter: OsbpCore,
 ) -> None:
-    """Issue 3: an empty provider_id never reaches the platform (provider_unknown)."""
+    """OSBP spec, Mandate Enforcement: an empty provider_id never reaches the platform (provider_unknown)."""
     assert (
         problem_of(await adapter.create_booking(create_input(provider_id=""))).problem.code
         == "provider_unknown"
@@ -395,7 +398,8 @@ async def test_empty_provider_without_provider_scope_is_still_provider_unknown(
 
 
 async def test_a_time_no_longer_offered_is_slot_taken_on_preflight(adapter: OsbpCore) -> None:
-    """Issue 3 step 4: the slot is still bookable, else slot_taken (retryable), before any challenge."""
+    """OSBP spec, booking.create: the slot is still bookable, else slot_taken (retryable), before any
+    challenge."""
     value_of(await book(adapter, create_input()))
     failure = problem_of(await adapter.create_booking(create_input(idempotency_key="idem-late")))
     assert (failure.problem.code, failure.problem.retryable) == ("slot_taken", True)
@@ -523,7 +527,7 @@ async def test_token_is_spent_after_success(adapter: OsbpCore, state_path: Path)
 async def test_armed_slot_taken_on_the_approved_create_is_slot_taken(
     platform: Platform, adapter: OsbpCore
 ) -> None:
-    """Issue 3: platform slot conflict → slot_taken (retryable)."""
+    """OSBP spec, booking.create: platform slot conflict → slot_taken (retryable)."""
     inp = create_input()
     token = token_of(await adapter.create_booking(inp))
     platform.arm(ORG, "slot_taken")
@@ -535,7 +539,7 @@ async def test_armed_slot_taken_on_the_approved_create_is_slot_taken(
 async def test_armed_requires_verification_is_requires_verification(
     platform: Platform, adapter: OsbpCore
 ) -> None:
-    """Issue 3: platform 428 → requires_verification (retryable)."""
+    """OSBP spec, booking.create: platform 428 → requires_verification (retryable)."""
     inp = create_input()
     token = token_of(await adapter.create_booking(inp))
     platform.arm(ORG, "requires_verification")
@@ -590,7 +594,7 @@ async def test_verification_send_then_code_then_create(
 async def test_a_wrong_code_is_verification_failed(
     platform: Platform, tmp_path: Path, clock: FixedClock
 ) -> None:
-    """Issue 3: wrong/expired code → verification_failed."""
+    """OSBP spec, booking.create: wrong/expired code → verification_failed."""
     adapter = make_adapter(platform.base_url, tmp_path / "s.sqlite3", clock, organization_id=GUS)
     inp = remote_signing()
     token = token_of(await adapter.create_booking(inp))
@@ -632,7 +636,8 @@ async def test_verification_code_is_transient_and_not_a_new_attempt(
 async def test_platform_down_on_create_is_retryable_upstream_unavailable(
     platform: Platform, tmp_path: Path, clock: FixedClock
 ) -> None:
-    """Issue 3: 5xx, timeouts and refused connections → a retryable adapter-specific Problem."""
+    """OSBP spec, Adapter Contract: 5xx, timeouts and refused connections → a retryable adapter-specific
+    Problem."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

@@ -22,7 +22,7 @@ def booking_script() -> str:
 
 @pytest.mark.integration
 def test_documented_script_books_a_cleaning_end_to_end(tmp_path: Path) -> None:
-    """Issue 3, Done when: a short script books a cleaning through the adapter alone (preflight → status)."""
+    """docs/adapter.md: a short script books a cleaning through the adapter alone (preflight → status)."""
     script = tmp_path / "book_cleaning.py"
     script.write_text(booking_script(), encoding="utf-8")
     completed = subprocess.run(

@@ -94,7 +94,7 @@ def response(
     ],
 )
 def test_platform_answers_map_to_osbp_problems(answer: UpstreamResponse, code: str, retryable: bool) -> None:
-    """OSBP spec, Problem codes and issue 3's status mapping (retryable where the spec says so)."""
+    """OSBP spec, Problem codes and the adapter's status mapping (retryable where the spec says so)."""
     mapped = from_response(answer)
     assert (mapped.code, mapped.retryable) == (code, retryable)
     assert SECRET_DETAIL not in mapped.message
@@ -110,7 +110,8 @@ def test_rate_limited_message_carries_the_retry_after_seconds() -> None:
 
 
 def test_platform_idempotency_mismatch_is_never_slot_taken() -> None:
-    """Issue 3: the platform's own idempotency mismatch is idempotency_conflict, never slot_taken."""
+    """OSBP spec, Adapter Contract: the platform's own idempotency mismatch is idempotency_conflict, never
+    slot_taken."""
     assert from_response(response(422, "idempotency_key_reused")).code == "idempotency_conflict"
 
 
@@ -122,7 +123,8 @@ def test_verification_channel_is_named_when_the_platform_reports_it() -> None:
 
 @pytest.mark.parametrize("reason", ["timeout", "connect", "transport"])
 def test_no_response_is_a_retryable_upstream_unavailable(reason: str) -> None:
-    """Issue 3: timeouts and refused connections map to a retryable adapter-specific Problem."""
+    """OSBP spec, Adapter Contract: timeouts and refused connections map to a retryable adapter-specific
+    Problem."""
     mapped = unavailable(UpstreamUnavailable("GET /api/x", reason))  # type: ignore[arg-type]
     assert (mapped.code, mapped.retryable) == ("upstream_unavailable", True)
 

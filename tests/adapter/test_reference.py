@@ -77,7 +77,8 @@ async def test_reads_without_a_service_and_without_a_default_say_missing_config(
 
 
 async def test_unknown_service_is_service_not_found(adapter: OsbpCore) -> None:
-    """Issue 3 status mapping: the platform's 404 becomes an adapter-specific, non-retryable Problem."""
+    """OSBP spec, Adapter Contract (status mapping): the platform's 404 becomes an adapter-specific,
+    non-retryable Problem."""
     failure = problem_of(await adapter.describe_service(ServiceDescribeInput(service_id="no_such_service")))
     assert (failure.problem.code, failure.problem.retryable) == ("service_not_found", False)
 
@@ -147,7 +148,7 @@ async def test_find_availability_filters_by_provider_and_uses_the_default_schedu
 async def test_online_location_slots_have_no_address_or_coordinates(
     platform: Platform, tmp_path: Path
 ) -> None:
-    """Issue 3: address and coordinates are omitted for online locations."""
+    """OSBP spec, Adapter Contract: address and coordinates are omitted for online locations."""
     adapter = make_adapter(platform.base_url, tmp_path / "s", FixedClock(NOW), organization_id="gus_notary")
     inp = AvailabilityFindInput(
         service_id="gus_notary_remote_signing", schedule_id="gus_notary_online", date=DAY
@@ -240,7 +241,7 @@ async def test_verification_send_delivers_a_code_by_sms(platform: Platform, tmp_
 
 
 async def test_verification_send_without_verification_is_not_supported(adapter: OsbpCore) -> None:
-    """Issue 3: verification_not_supported when the organization has no verification."""
+    """OSBP spec, Adapter Contract: verification_not_supported when the organization has no verification."""
     failure = problem_of(
         await adapter.send_verification(VerificationSendInput(customer=Customer(phone="+12125550142")))
     )
@@ -350,7 +351,7 @@ def _closed_port() -> int:
 
 
 async def test_a_refused_connection_is_a_retryable_upstream_unavailable(tmp_path: Path) -> None:
-    """Issue 3: refused connections map to a retryable adapter-specific Problem."""
+    """OSBP spec, Adapter Contract: refused connections map to a retryable adapter-specific Problem."""
     adapter = make_adapter(f"http://127.0.0.1:{_closed_port()}", tmp_path / "s", FixedClock(NOW))
     failure = problem_of(await adapter.describe_service(ServiceDescribeInput(service_id=CLEANING)))
     await adapter.aclose()
@@ -370,7 +371,8 @@ async def test_an_unreachable_platform_is_logged_as_an_event_with_its_fields(tmp
 
 
 async def test_platform_rate_limit_is_rate_limited_with_meta(tmp_path: Path) -> None:
-    """Issue 3: platform 429 → rate_limited (retryable); Retry-After captured in the upstream meta."""
+    """OSBP spec, Adapter Contract: platform 429 → rate_limited (retryable); Retry-After captured in the
+    upstream meta."""
     settings = BackendSettings(
         db=":memory:", port=0, now=NOW, rate_limit_quota=1, rate_limit_window_seconds=60
     )

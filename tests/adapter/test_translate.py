@@ -352,7 +352,7 @@ def test_a_day_of_slots_translates_each_slot_exactly_as_alone() -> None:
 
 
 def test_online_slot_omits_address_and_coordinates() -> None:
-    """OSBP spec / issue 3: address and coordinates are omitted for online locations."""
+    """OSBP spec, availability.find: address and coordinates are omitted for online locations."""
     wire = translate.slot(native_slot(location_id="online", location_name="Online"), ORGANIZATION).to_wire()
     assert "schedule_address" not in wire
     assert "schedule_latitude" not in wire
@@ -535,7 +535,8 @@ def test_verification_methods_map_and_unknown_ones_say_unknown(native: str, meth
     ],
 )
 def test_booking_status_mapping(native: str, status: str) -> None:
-    """Issue 3: Booking.status maps to booked / cancelled / completed / no_show / pending / unknown."""
+    """OSBP spec, booking.status: Booking.status maps to booked / cancelled / completed / no_show / pending /
+    unknown."""
     assert translate.booking_status(native) == status
 
 

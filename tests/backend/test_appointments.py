@@ -12,7 +12,7 @@ from tests.backend.conftest import DAY, NOW, booking, create
 
 
 def test_create_returns_201_with_wall_clock_time_zone_and_location(client):
-    """Issue 2, native dialect: the appointment is merchant-local wall-clock plus the IANA zone."""
+    """Platform choice (native dialect): the appointment is merchant-local wall-clock plus the IANA zone."""
     body = booking(metadata={"mandate_id": "mnd_1", "audit_ref": "aud_9"})
     response = create(client, "carolyns_dental", body)
     assert response.status_code == 201
@@ -32,7 +32,7 @@ def test_create_returns_201_with_wall_clock_time_zone_and_location(client):
 
 
 def test_second_booking_of_same_provider_time_is_rejected_with_slot_taken(client):
-    """Issue 2: the platform never double-sells a provider's time (409 slot-taken code)."""
+    """Platform choice: the platform never double-sells a provider's time (409 slot-taken code)."""
     assert create(client, "carolyns_dental", booking(), key="a").status_code == 201
     overlapping = booking(service_id="carolyns_dental_checkup", time="10:15")
     response = create(client, "carolyns_dental", overlapping, key="b")
@@ -41,14 +41,14 @@ def test_second_booking_of_same_provider_time_is_rejected_with_slot_taken(client
 
 
 def test_the_other_provider_can_take_the_same_time(client):
-    """Issue 2: the overlap rule is per provider."""
+    """Platform choice: the overlap rule is per provider."""
     assert create(client, "carolyns_dental", booking(), key="a").status_code == 201
     other = booking(provider_id="carolyns_dental_dr_okafor")
     assert create(client, "carolyns_dental", other, key="b").status_code == 201
 
 
 def test_cancel_frees_the_providers_time(client):
-    """Issue 2: the native cancel endpoint gives status reads a real cancelled case."""
+    """Platform choice: the native cancel endpoint gives status reads a real cancelled case."""
     first = create(client, "carolyns_dental", booking(), key="a").json()
     cancelled = client.post(f"/api/organizations/carolyns_dental/appointments/{first['id']}/cancel")
     assert cancelled.status_code == 200
@@ -60,7 +60,7 @@ def test_cancel_frees_the_providers_time(client):
 
 
 def test_status_becomes_completed_after_the_end_and_no_show_can_be_marked(client):
-    """Issue 2: native statuses confirmed, completed, no_show follow the platform clock."""
+    """Platform choice: native statuses confirmed, completed, no_show follow the platform clock."""
     first = create(client, "carolyns_dental", booking(), key="a").json()
     second = create(client, "carolyns_dental", booking(time="13:00"), key="b").json()
     early = client.post(f"/api/organizations/carolyns_dental/appointments/{second['id']}/no-show")
@@ -74,13 +74,13 @@ def test_status_becomes_completed_after_the_end_and_no_show_can_be_marked(client
 
 
 def test_consultation_services_are_created_pending(client):
-    """Issue 2 / OSBP requires_consultation: the merchant confirms consultation requests."""
+    """OSBP spec, service.describe (requires_consultation): the merchant confirms consultation requests."""
     body = booking(service_id="carolyns_dental_new_patient_exam")
     assert create(client, "carolyns_dental", body).json()["status"] == "pending"
 
 
 def test_conformance_fixture_permits_parallel_bookings_of_one_slot(client):
-    """Issue 2, seed data: conformance_co alone may book its fixture slot repeatedly."""
+    """Platform choice (seed data): conformance_co alone may book its fixture slot repeatedly."""
     body = booking(
         service_id="conformance_fixed_usd",
         location_id="conformance_main",
@@ -93,7 +93,7 @@ def test_conformance_fixture_permits_parallel_bookings_of_one_slot(client):
 
 
 def test_unknown_ids_are_404_with_specific_codes(client):
-    """Issue 2, errors: unknown organization/service/appointment → 404 with a code."""
+    """Platform choice (errors): unknown organization/service/appointment → 404 with a code."""
     assert create(client, "nobody", booking()).json()["code"] == "organization_not_found"
     assert create(client, "carolyns_dental", booking(service_id="gus_notary_notarization")).json()[
         "code"
@@ -105,7 +105,7 @@ def test_unknown_ids_are_404_with_specific_codes(client):
 
 
 def test_provider_who_does_not_offer_the_service_is_not_eligible(client):
-    """Issue 2, availability: only providers who offer the service (Dr. Okafor does no crowns)."""
+    """Platform choice (availability): only providers who offer the service (Dr. Okafor does no crowns)."""
     body = booking(service_id="carolyns_dental_crown", provider_id="carolyns_dental_dr_okafor")
     response = create(client, "carolyns_dental", body)
     assert (response.status_code, response.json()["code"]) == (422, "provider_not_eligible")
@@ -122,7 +122,7 @@ def test_provider_who_does_not_offer_the_service_is_not_eligible(client):
     ],
 )
 def test_times_that_are_not_offered_slots_are_refused(client, date, time, why):
-    """Issue 2: the create re-checks the slot is bookable (not just free)."""
+    """Platform choice: the create re-checks the slot is bookable (not just free)."""
     response = create(client, "carolyns_dental", booking(date=date, time=time))
     assert (response.status_code, response.json()["code"]) == (409, "slot_unavailable"), why
 
@@ -139,7 +139,7 @@ def test_times_that_are_not_offered_slots_are_refused(client, date, time, why):
     ],
 )
 def test_malformed_contact_data_is_400_naming_the_field(client, customer, field):
-    """Issue 2: malformed contact data → 400 naming the field."""
+    """Platform choice: malformed contact data → 400 naming the field."""
     response = create(client, "carolyns_dental", booking(customer=customer))
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_contact"
@@ -207,7 +207,7 @@ def test_keys_are_scoped_per_organization(client):
 
 
 def test_unknown_fields_and_bad_shapes_are_400_not_500(client):
-    """Issue 2, errors: no 500 for malformed input."""
+    """Platform choice (errors): no 500 for malformed input."""
     assert create(client, "carolyns_dental", booking(surprise=1)).json()["code"] == "invalid_request"
     assert create(client, "carolyns_dental", booking(time="25:00")).status_code == 400
     assert create(client, "carolyns_dental", booking(date="2026-13-01")).status_code == 400

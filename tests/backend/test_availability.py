@@ -24,20 +24,21 @@ def _sunday(open_: str, close: str):
 
 
 def test_weekday_numbering_starts_at_sunday_zero():
-    """Platform choice (issue 2, native dialect): weekday 0 is Sunday, 6 is Saturday."""
+    """Platform choice (native dialect): weekday 0 is Sunday, 6 is Saturday."""
     assert native_weekday(date(2026, 5, 3)) == 0
     assert native_weekday(date(2026, 5, 4)) == 1
     assert native_weekday(date(2026, 5, 9)) == 6
 
 
 def test_new_york_spring_forward_offers_no_slot_in_the_missing_hour():
-    """Issue 2, availability: no slot at a local time that does not exist (2026-03-08 02:00-03:00 NY)."""
+    """Platform choice (availability): no slot at a local time that does not exist (2026-03-08 02:00-03:00
+    NY)."""
     starts = _starts(_sunday("00:00", "04:00"), "America/New_York", date(2026, 3, 8))
     assert starts == ["00:00", "00:30", "01:00", "01:30", "03:00", "03:30"]
 
 
 def test_new_york_spring_forward_measures_duration_in_elapsed_time():
-    """Issue 2, availability: the whole duration must fit before closing, in real elapsed time."""
+    """Platform choice (availability): the whole duration must fit before closing, in real elapsed time."""
     openings = local_openings(_sunday("01:00", "03:30"), zone("America/New_York"), date(2026, 3, 8), 30, 90)
     assert [(o.local_start.strftime("%H:%M"), o.local_end.strftime("%H:%M")) for o in openings] == [
         ("01:00", "03:30")
@@ -45,7 +46,8 @@ def test_new_york_spring_forward_measures_duration_in_elapsed_time():
 
 
 def test_new_york_fall_back_offers_an_ambiguous_time_once_at_its_first_occurrence():
-    """Issue 2, availability: ambiguous local times resolve to the first occurrence (documented rule)."""
+    """Platform choice (availability): ambiguous local times resolve to the first occurrence (documented
+    rule)."""
     openings = local_openings(_sunday("00:00", "04:00"), zone("America/New_York"), date(2026, 11, 1), 30, 30)
     starts = [o.local_start.strftime("%H:%M") for o in openings]
     assert starts == ["00:00", "00:30", "01:00", "01:30", "02:00", "02:30", "03:00", "03:30"]
@@ -55,7 +57,7 @@ def test_new_york_fall_back_offers_an_ambiguous_time_once_at_its_first_occurrenc
 
 
 def test_berlin_spring_forward_skips_two_oclock():
-    """Issue 2, availability: Berlin 2026-03-29 has no 02:00-02:59."""
+    """Platform choice (availability): Berlin 2026-03-29 has no 02:00-02:59."""
     assert _starts(_sunday("01:00", "04:00"), "Europe/Berlin", date(2026, 3, 29)) == [
         "01:00",
         "01:30",
@@ -65,14 +67,15 @@ def test_berlin_spring_forward_skips_two_oclock():
 
 
 def test_berlin_fall_back_resolves_two_thirty_to_summer_time():
-    """Issue 2, availability: Berlin 2026-10-25 02:30 happens twice; the first (CEST, UTC+2) is meant."""
+    """Platform choice (availability): Berlin 2026-10-25 02:30 happens twice; the first (CEST, UTC+2) is
+    meant."""
     openings = local_openings(_sunday("02:00", "04:00"), zone("Europe/Berlin"), date(2026, 10, 25), 30, 30)
     two_thirty = next(o for o in openings if o.local_start.strftime("%H:%M") == "02:30")
     assert datetime.fromtimestamp(two_thirty.start_utc, UTC) == datetime(2026, 10, 25, 0, 30, tzinfo=UTC)
 
 
 def test_london_spring_forward_skips_one_oclock():
-    """Issue 2, availability: London 2026-03-29 has no 01:00-01:59."""
+    """Platform choice (availability): London 2026-03-29 has no 01:00-01:59."""
     assert _starts(_sunday("00:00", "03:00"), "Europe/London", date(2026, 3, 29)) == [
         "00:00",
         "00:30",
@@ -82,14 +85,15 @@ def test_london_spring_forward_skips_one_oclock():
 
 
 def test_london_fall_back_resolves_one_thirty_to_british_summer_time():
-    """Issue 2, availability: London 2026-10-25 01:30 is taken as BST (UTC+1), the first occurrence."""
+    """Platform choice (availability): London 2026-10-25 01:30 is taken as BST (UTC+1), the first
+    occurrence."""
     instant = to_instant(datetime(2026, 10, 25, 1, 30), zone("Europe/London"))
     assert instant == datetime(2026, 10, 25, 0, 30, tzinfo=UTC)
     assert to_instant(datetime(2026, 3, 29, 1, 30), zone("Europe/London")) is None
 
 
 def test_split_shift_offers_nothing_over_the_break():
-    """Issue 2, data: several periods a day (split shift); a slot must fit inside one period."""
+    """Platform choice (data): several periods a day (split shift); a slot must fit inside one period."""
     hours = [
         {"weekday": 3, "open": "08:00", "close": "12:00"},
         {"weekday": 3, "open": "13:00", "close": "15:00"},
@@ -103,7 +107,7 @@ def test_split_shift_offers_nothing_over_the_break():
 
 
 def test_hours_past_midnight_continue_into_the_next_day():
-    """OSBP spec, operating hours / issue 2: a close earlier than open runs into the following day."""
+    """OSBP spec, Time Discipline (operating hours): a close earlier than open runs into the following day."""
     hours = [{"weekday": 5, "open": "22:00", "close": "01:00"}]
     friday = _starts(hours, "America/New_York", date(2026, 5, 8), grid=30, duration=30)
     saturday = _starts(hours, "America/New_York", date(2026, 5, 9), grid=30, duration=30)
@@ -112,7 +116,7 @@ def test_hours_past_midnight_continue_into_the_next_day():
 
 
 def test_closed_day_is_an_empty_list_not_an_error(client):
-    """Issue 2, availability: a closed day is an empty list."""
+    """Platform choice (availability): a closed day is an empty list."""
     response = client.get(
         "/api/organizations/carolyns_dental/availability",
         params={"service_id": "carolyns_dental_cleaning", "date": "2026-05-10"},
@@ -122,7 +126,7 @@ def test_closed_day_is_an_empty_list_not_an_error(client):
 
 
 def test_online_location_serves_slots_after_midnight_from_fridays_late_shift(client):
-    """Issue 2, data: Gus' online desk is open Friday 18:00-02:00, so Saturday starts at 00:00."""
+    """Platform choice (data): Gus' online desk is open Friday 18:00-02:00, so Saturday starts at 00:00."""
     response = client.get(
         "/api/organizations/gus_notary/availability",
         params={
@@ -138,7 +142,8 @@ def test_online_location_serves_slots_after_midnight_from_fridays_late_shift(cli
 
 
 def test_slots_carry_location_provider_zone_and_native_price(client):
-    """Issue 2, native dialect: wall-clock date/time plus the location's IANA zone, major-unit price."""
+    """Platform choice (native dialect): wall-clock date/time plus the location's IANA zone, major-unit
+    price."""
     response = client.get(
         "/api/organizations/carolyns_dental/availability",
         params={
@@ -167,7 +172,8 @@ def test_slots_carry_location_provider_zone_and_native_price(client):
 
 
 def test_a_booking_of_another_service_removes_overlapping_slots_of_that_provider(client):
-    """Issue 2, availability: no overlap with any active appointment of that provider (any service)."""
+    """Platform choice (availability): no overlap with any active appointment of that provider (any
+    service)."""
     checkup = booking(service_id="carolyns_dental_checkup", time="10:00")
     assert create(client, "carolyns_dental", checkup).status_code == 201
     response = client.get(
@@ -186,7 +192,7 @@ def test_a_booking_of_another_service_removes_overlapping_slots_of_that_provider
 
 
 def test_slots_in_the_past_of_the_platform_clock_are_not_offered(client):
-    """Issue 2, availability: not in the past by the platform clock."""
+    """Platform choice (availability): not in the past by the platform clock."""
     client.post("/_testing/clock", json={"now": "2026-05-05T14:20:00Z"})  # 10:20 in New York
     response = client.get(
         "/api/organizations/carolyns_dental/availability",
@@ -217,7 +223,7 @@ def test_slots_in_the_past_of_the_platform_clock_are_not_offered(client):
     ],
 )
 def test_availability_refuses_unknown_ids_and_bad_dates_with_a_code(client, params, code):
-    """Issue 2, errors: unknown ids → 404 with a code; malformed input → 400, never 500."""
+    """Platform choice (errors): unknown ids → 404 with a code; malformed input → 400, never 500."""
     response = client.get("/api/organizations/carolyns_dental/availability", params=params)
     assert response.json()["code"] == code
     assert response.status_code == (400 if code == "invalid_request" else 404)
@@ -228,7 +234,8 @@ def test_availability_refuses_unknown_ids_and_bad_dates_with_a_code(client, para
     st.sampled_from(["America/New_York", "Europe/Berlin", "Europe/London", "Australia/Lord_Howe", "UTC"]),
 )
 def test_wall_clock_to_instant_round_trips_or_reports_a_missing_time(local, tz_name):
-    """Issue 2, DST: every local time maps to its first instant and back, or is reported as nonexistent."""
+    """Platform choice (DST): every local time maps to its first instant and back, or is reported as
+    nonexistent."""
     tz = zone(tz_name)
     instant = to_instant(local, tz)
     if instant is None:
@@ -239,6 +246,6 @@ def test_wall_clock_to_instant_round_trips_or_reports_a_missing_time(local, tz_n
 
 
 def test_openapi_docs_are_served(client):
-    """Issue 2: OpenAPI docs at /docs."""
+    """Platform choice: OpenAPI docs at /docs."""
     assert client.get("/docs").status_code == 200
     assert client.get("/openapi.json").json()["info"]["title"] == "Bookwell"

@@ -14,7 +14,8 @@ from osbp.backend.seed import seed, seed_organization_ids, seed_rows
 
 
 def test_directory_lists_the_five_seed_organizations(client):
-    """Issue 2, seed data: Carolyn's Dental, Gus' Notary, Andy's Auto, Phil's Spa, the conformance fixture."""
+    """Platform choice (seed data): Carolyn's Dental, Gus' Notary, Andy's Auto, Phil's Spa, the conformance
+    fixture."""
     ids = [item["id"] for item in client.get("/api/organizations").json()["organizations"]]
     assert sorted(ids) == sorted(seed_organization_ids())
 
@@ -33,7 +34,8 @@ def test_organization_embeds_locations_with_hours_and_providers(client):
 
 
 def test_service_carries_its_policy_in_minutes_and_major_units(client):
-    """Issue 2, data: duration in minutes; price, fees and deposit as major-unit strings with a currency."""
+    """Platform choice (data): duration in minutes; price, fees and deposit as major-unit strings with a
+    currency."""
     crown = client.get("/api/organizations/carolyns_dental/services/carolyns_dental_crown").json()
     assert crown["duration_minutes"] == 90
     assert crown["price"] == {"kind": "fixed", "amount": "1200.00", "currency": "USD"}
@@ -69,7 +71,7 @@ def test_services_list_includes_every_policy(client):
 
 
 def test_a_service_of_another_organization_is_not_found(client):
-    """Issue 2, errors: ids are scoped to their organization."""
+    """Platform choice (errors): ids are scoped to their organization."""
     response = client.get("/api/organizations/carolyns_dental/services/gus_notary_notarization")
     assert (response.status_code, response.json()["code"]) == (404, "service_not_found")
 
@@ -79,7 +81,7 @@ def test_a_service_of_another_organization_is_not_found(client):
     [("120", "USD", "120.00"), ("12000", "JPY", "12000"), ("12.5", "KWD", "12.500"), ("0", "EUR", "0.00")],
 )
 def test_amounts_use_exactly_the_currencys_minor_digits(amount, currency, text):
-    """Issue 2 / ISO 4217: "120.00" USD, "12000" JPY, "12.500" KWD."""
+    """ISO 4217: "120.00" USD, "12000" JPY, "12.500" KWD."""
     assert format_amount(amount, currency) == text
 
 
@@ -106,7 +108,7 @@ def test_every_seed_price_string_has_exactly_its_currencys_digits():
 
 
 def test_reseeding_never_duplicates(runtime):
-    """Issue 2, seed data: deterministic and idempotent."""
+    """Platform choice (seed data): deterministic and idempotent."""
     from sqlmodel import func, select
 
     with runtime.db.write() as session:

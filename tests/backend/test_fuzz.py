@@ -17,5 +17,5 @@ SCHEMA = schemathesis.openapi.from_asgi("/openapi.json", APP)
 @SCHEMA.parametrize()
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 def test_no_generated_request_gets_a_server_error(case):
-    """Issue 2, fuzzing: generated requests against the app's own OpenAPI → no 5xx."""
+    """Platform choice (fuzzing): generated requests against the app's own OpenAPI → no 5xx."""
     case.call_and_validate(checks=[not_a_server_error])

@@ -32,7 +32,8 @@ STANDARD = ("server", "x-request-id", "bookwell-version", "ratelimit-policy", "r
     ],
 )
 def test_every_response_carries_the_standard_headers(client, method, path, status):
-    """Issue 2: Server, request id, version echo and RateLimit headers on every response, errors included."""
+    """Platform choice: Server, request id, version echo and RateLimit headers on every response, errors
+    included."""
     response = client.request(method, path)
     assert response.status_code == status
     for name in STANDARD:
@@ -42,7 +43,7 @@ def test_every_response_carries_the_standard_headers(client, method, path, statu
 
 
 def test_no_pin_is_served_the_default_version_and_a_pin_is_echoed(client):
-    """Issue 2, versioning: no pin → the default, echoed; a supported pin → echoed as served."""
+    """Platform choice (versioning): no pin → the default, echoed; a supported pin → echoed as served."""
     assert client.get("/api/organizations").headers["bookwell-version"] == "2026-04-01"
     pinned = client.get("/api/organizations", headers={"Bookwell-Version": SUPPORTED_VERSIONS[0]})
     assert pinned.status_code == 200
@@ -51,7 +52,8 @@ def test_no_pin_is_served_the_default_version_and_a_pin_is_echoed(client):
 
 @pytest.mark.parametrize("pin", ["2024-01-01", "latest", "", "2026-04-01x"])
 def test_unknown_version_pin_is_400_and_still_echoes_a_version(client, pin):
-    """Issue 2, versioning: a request pinned to an unknown version gets 400; errors echo the version too."""
+    """Platform choice (versioning): a request pinned to an unknown version gets 400; errors echo the version
+    too."""
     response = client.get("/api/organizations", headers={"Bookwell-Version": pin})
     assert response.status_code == 400
     assert response.json()["code"] == "unsupported_version"
@@ -61,7 +63,7 @@ def test_unknown_version_pin_is_400_and_still_echoes_a_version(client, pin):
 
 
 def test_request_id_is_a_fresh_uuid_or_the_clients_well_formed_one(client):
-    """Issue 2: a fresh UUID per response; a well-formed client request id is echoed."""
+    """Platform choice: a fresh UUID per response; a well-formed client request id is echoed."""
     first = client.get("/health").headers["x-request-id"]
     second = client.get("/health").headers["x-request-id"]
     assert first != second
@@ -137,7 +139,7 @@ def test_ratelimit_headers_count_down_and_429_carries_retry_after():
 
 
 def test_rate_limited_create_makes_no_write(client, runtime):
-    """Issue 2: a 429 is refused at the edge, before the route runs."""
+    """Platform choice: a 429 is refused at the edge, before the route runs."""
     runtime.limiter = RateLimiter(1, 60)
     assert client.get("/health").status_code == 200
     assert create(client, "carolyns_dental", booking()).status_code == 429

@@ -17,7 +17,7 @@ PROBLEM_KEYS = {"type", "title", "status", "detail", "code", "request_id"}
 
 
 def test_problem_document_has_the_rfc_9457_members_and_a_machine_code(client):
-    """RFC 9457 + issue 2: type, title, status, detail, plus a stable machine code."""
+    """RFC 9457: type, title, status, detail, plus a stable machine code."""
     response = client.get("/api/organizations/nobody")
     assert response.headers["content-type"] == "application/problem+json"
     body = response.json()
@@ -37,7 +37,7 @@ def test_every_documented_code_renders_with_its_status(code):
 
 
 def test_validation_errors_name_the_fields_without_echoing_values(client):
-    """Issue 2: malformed input → 400 problem; values (possibly contact data) are not echoed."""
+    """Platform choice: malformed input → 400 problem; values (possibly contact data) are not echoed."""
     response = client.post(
         "/api/organizations/gus_notary/verifications", json={"purpose": 5, "phone": "+12125550100", "x": 1}
     )
@@ -47,7 +47,8 @@ def test_validation_errors_name_the_fields_without_echoing_values(client):
 
 
 def test_unexpected_exception_is_a_500_problem_without_a_stack_trace(monkeypatch, caplog):
-    """Issue 2, errors: no stack trace ever on the wire; the failure is logged with the request id."""
+    """Platform choice (errors): no stack trace ever on the wire; the failure is logged with the request
+    id."""
 
     def explode(*_args, **_kwargs):
         raise RuntimeError("secret internals")

@@ -14,7 +14,7 @@ _SF_INTEGER = st.integers(min_value=0, max_value=999_999_999_999_999)  # RFC 965
 
 
 def test_each_client_has_its_own_window():
-    """Issue 2: a real limiter per client."""
+    """Platform choice: a real limiter per client."""
     now = [0.0]
     limiter = RateLimiter(2, 10, monotonic=lambda: now[0])
     assert [limiter.hit("a").allowed for _ in range(3)] == [True, True, False]

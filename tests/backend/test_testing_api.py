@@ -11,7 +11,7 @@ from tests.backend.conftest import booking, create, make_settings
 
 
 def test_surface_is_absent_unless_enabled():
-    """Issue 2: the test-only surface is off by default."""
+    """Platform choice: the test-only surface is off by default."""
     assert BackendSettings().enable_testing is False
     with TestClient(create_app(make_settings(enable_testing=False))) as client:
         for path in ("/_testing/stats", "/_testing/outbox", "/_testing/clock"):
@@ -23,7 +23,7 @@ def test_surface_is_absent_unless_enabled():
     ("outcome", "status"), [("slot_taken", 409), ("rate_limited", 429), ("requires_verification", 428)]
 )
 def test_armed_outcome_fails_the_next_create_once_without_writing(client, outcome, status):
-    """Issue 2: arm the next create of an organization to fail that way, consumed once."""
+    """Platform choice: arm the next create of an organization to fail that way, consumed once."""
     armed = client.post("/_testing/arm", json={"organization_id": "carolyns_dental", "outcome": outcome})
     assert armed.json() == {"organization_id": "carolyns_dental", "armed": outcome}
     failed = create(client, "carolyns_dental", booking(), key="a")
@@ -36,7 +36,7 @@ def test_armed_outcome_fails_the_next_create_once_without_writing(client, outcom
 
 
 def test_arming_is_per_organization(client):
-    """Issue 2: arming one organization does not touch another's creates."""
+    """Platform choice: arming one organization does not touch another's creates."""
     client.post("/_testing/arm", json={"organization_id": "gus_notary", "outcome": "slot_taken"})
     assert create(client, "carolyns_dental", booking()).status_code == 201
 
@@ -70,7 +70,7 @@ def test_stats_count_rows_and_create_requests_including_replays(client):
 
 
 def test_clock_can_be_set_and_advanced(client):
-    """Issue 2, clock: set or advance the platform clock."""
+    """Platform choice (clock): set or advance the platform clock."""
     assert client.get("/_testing/clock").json() == {"now": "2026-05-04T12:00:00Z"}
     assert client.post("/_testing/clock", json={"now": "2030-05-01T08:00:00-04:00"}).json() == {
         "now": "2030-05-01T12:00:00Z"
@@ -83,7 +83,7 @@ def test_clock_can_be_set_and_advanced(client):
 
 
 def test_reset_restores_seeds_and_clears_outbox_counters_and_clock(client):
-    """Issue 2: reset to seeds."""
+    """Platform choice: reset to seeds."""
     create(client, "carolyns_dental", booking())
     client.post(
         "/api/organizations/gus_notary/verifications",

@@ -36,7 +36,8 @@ def _last_code(client, organization="gus_notary") -> str:
 
 
 def test_create_without_a_code_is_428_requires_verification(client):
-    """Issue 2, verification: policy sms and no verified code → 428 with a requires-verification code."""
+    """Platform choice (verification): policy sms and no verified code → 428 with a requires-verification
+    code."""
     response = create(client, "gus_notary", _signing())
     assert response.status_code == 428
     assert response.json()["code"] == "requires_verification"
@@ -44,7 +45,7 @@ def test_create_without_a_code_is_428_requires_verification(client):
 
 
 def test_send_then_create_with_the_outbox_code_books_and_consumes_it(client):
-    """Issue 2, verification: send → outbox → create with the code → 201; the code is consumed."""
+    """Platform choice (verification): send → outbox → create with the code → 201; the code is consumed."""
     sent = _send(client)
     assert sent.status_code == 202
     assert sent.json()["channel"] == "sms"
@@ -66,7 +67,7 @@ def test_send_then_create_with_the_outbox_code_books_and_consumes_it(client):
 
 
 def test_code_is_six_digits_and_stored_only_as_a_hash(client, runtime):
-    """Issue 2, verification: random 6-digit code; only its hash is stored."""
+    """Platform choice (verification): random 6-digit code; only its hash is stored."""
     _send(client)
     code = _last_code(client)
     assert len(code) == 6
@@ -78,7 +79,7 @@ def test_code_is_six_digits_and_stored_only_as_a_hash(client, runtime):
 
 
 def test_wrong_code_is_400_verification_failed_distinct_from_428(client):
-    """Issue 2, verification: a wrong code → 400 with a verification-failed code."""
+    """Platform choice (verification): a wrong code → 400 with a verification-failed code."""
     _send(client)
     wrong = "000000" if _last_code(client) != "000000" else "111111"
     response = create(client, "gus_notary", _signing(wrong))
@@ -90,7 +91,7 @@ def test_wrong_code_is_400_verification_failed_distinct_from_428(client):
 
 
 def test_five_wrong_attempts_lock_the_challenge(client):
-    """Issue 2, verification: 5 wrong attempts, then locked (even the right code fails)."""
+    """Platform choice (verification): 5 wrong attempts, then locked (even the right code fails)."""
     _send(client)
     code = _last_code(client)
     wrong = "000000" if code != "000000" else "111111"
@@ -104,7 +105,7 @@ def test_five_wrong_attempts_lock_the_challenge(client):
 
 
 def test_code_expires_after_ten_minutes(client):
-    """Issue 2, verification: expires after 10 minutes (platform clock)."""
+    """Platform choice (verification): expires after 10 minutes (platform clock)."""
     _send(client)
     code = _last_code(client)
     client.post("/_testing/clock", json={"advance_seconds": 600})
@@ -113,7 +114,7 @@ def test_code_expires_after_ten_minutes(client):
 
 
 def test_code_still_valid_just_before_expiry(client):
-    """Issue 2, verification: the TTL is 10 minutes, not less."""
+    """Platform choice (verification): the TTL is 10 minutes, not less."""
     _send(client)
     code = _last_code(client)
     client.post("/_testing/clock", json={"advance_seconds": 599})
@@ -141,7 +142,7 @@ def test_slot_refusal_does_not_consume_the_code(client):
 
 
 def test_sends_are_rate_limited_per_contact(client):
-    """Issue 2, verification: sends are rate-limited (5 per 10 minutes per contact)."""
+    """Platform choice (verification): sends are rate-limited (5 per 10 minutes per contact)."""
     statuses = [_send(client).status_code for _ in range(5)]
     assert statuses == [202] * 5
     limited = _send(client)
@@ -151,7 +152,7 @@ def test_sends_are_rate_limited_per_contact(client):
 
 
 def test_sandbox_organization_always_issues_123456(client):
-    """Issue 2, seed data: conformance_co runs a documented sandbox whose code is always 123456."""
+    """Platform choice (seed data): conformance_co runs a documented sandbox whose code is always 123456."""
     for _ in range(7):  # and the sandbox is exempt from the send limit
         assert _send(client, organization="conformance_co").status_code == 202
     assert _last_code(client, "conformance_co") == "123456"
@@ -168,7 +169,7 @@ def test_sandbox_organization_always_issues_123456(client):
 
 
 def test_other_organizations_use_random_codes(client):
-    """Issue 2, verification: every organization but the fixture gets real random codes."""
+    """Platform choice (verification): every organization but the fixture gets real random codes."""
     codes = set()
     for index in range(5):
         _send(client, phone=f"+1212555015{index}")
@@ -187,7 +188,7 @@ def test_send_refuses_a_foreign_purpose_and_bad_contacts(client):
 
 
 def test_codes_never_appear_in_logs_or_api_responses(client, caplog):
-    """Issue 2, verification: codes never appear in logs or API responses."""
+    """Platform choice (verification): codes never appear in logs or API responses."""
     caplog.set_level(logging.DEBUG)
     sent = _send(client)
     code = _last_code(client)

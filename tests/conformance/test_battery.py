@@ -59,12 +59,13 @@ async def test_correct_toy_server_passes_every_check(fixtures, scenario):
     assert report.ok is True
     assert report.summary.passed == len(CATALOG) == report.summary.total
     assert [request["outcome"] for request in scenario.requests] == ["slot_taken", "rate_limited"]
-    assert report.duration_seconds < 30  # issue 6: one process, one session, well inside 30 s
+    assert report.duration_seconds < 30  # docs/conformance.md: one process, one session, well inside 30 s
 
 
 @pytest.mark.parametrize("broken", sorted(EXPECTED_FAILURES))
 async def test_each_broken_server_fails_exactly_its_checks(fixtures, scenario, broken):
-    """Issue 6 §3: the battery can fail, and fails only where the server is wrong."""
+    """Platform choice (docs/conformance.md): the battery can fail, and fails only where the server is
+    wrong."""
     report = await run_battery(toy_target(scenario.arm_file, broken), fixtures, scenario_url=scenario.url)
     assert _ids(report, Verdict.FAIL) == EXPECTED_FAILURES[broken]
     assert _ids(report, Verdict.SKIP) == set()
@@ -81,7 +82,8 @@ def test_the_no_mandate_check_set_is_the_whole_matrix_plus_the_refusing_boundari
 
 
 async def test_without_a_scenario_url_the_runtime_checks_are_skipped_not_failed(fixtures):
-    """Issue 6 §1: without --scenario-url the armed outcomes are skipped, and the run still passes."""
+    """Platform choice (docs/conformance.md): without --scenario-url the armed outcomes are skipped, and the
+    run still passes."""
     report = await run_battery(toy_target(), fixtures)
     assert _ids(report, Verdict.SKIP) == {"runtime.slot_taken", "runtime.rate_limited"}
     assert _ids(report, Verdict.FAIL) == set()
@@ -106,7 +108,8 @@ async def test_a_missing_server_executable_fails_initialize(fixtures):
 
 
 async def test_a_scenario_url_that_refuses_to_arm_fails_the_runtime_checks(fixtures, tmp_path):
-    """Issue 6 §1: a given scenario URL that answers non-2xx is a failure, unlike an absent one."""
+    """Platform choice (docs/conformance.md): a given scenario URL that answers non-2xx is a failure, unlike
+    an absent one."""
     with scenario_endpoint(tmp_path / "armed", organization_id="someone_else") as endpoint:
         report = await run_battery(toy_target(endpoint.arm_file), fixtures, scenario_url=endpoint.url)
     assert _ids(report, Verdict.FAIL) == {"runtime.slot_taken", "runtime.rate_limited"}

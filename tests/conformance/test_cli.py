@@ -20,7 +20,8 @@ def _server(*flags: str) -> str:
 
 @pytest.mark.integration
 def test_osbp_conformance_grades_the_toy_server_pass_with_exit_0(scenario):
-    """Issue 6 §1: one line per check, the final PASS line, exit status 0 when nothing failed."""
+    """Platform choice (docs/conformance.md): one line per check, the final PASS line, exit status 0 when
+    nothing failed."""
     command = [
         sys.executable, "-m", "osbp", "conformance",
         "--server", _server("--arm-file", str(scenario.arm_file)),
@@ -37,7 +38,8 @@ def test_osbp_conformance_grades_the_toy_server_pass_with_exit_0(scenario):
 
 @pytest.mark.integration
 def test_json_output_of_a_broken_server_exits_1_naming_the_failed_check(capsys):
-    """Issue 6 §1: --json gives the report object; exit status is 0 only when nothing failed."""
+    """Platform choice (docs/conformance.md): --json gives the report object; exit status is 0 only when
+    nothing failed."""
     status = main(
         ["--server", _server("--break", "jpy_cents"), "--fixtures", str(reference_fixtures_path()), "--json"]
     )
@@ -74,7 +76,8 @@ def test_env_options_reach_the_server_and_its_stderr_can_be_kept(tmp_path, capsy
 
 
 def test_list_checks_prints_the_catalog(capsys):
-    """Issue 6 §2: every check has a stable id, a one-line requirement and a spec reference."""
+    """Platform choice (docs/conformance.md): every check has a stable id, a one-line requirement and a spec
+    reference."""
     assert main(["--list-checks"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == [check.id for check in CATALOG]
@@ -89,7 +92,7 @@ def test_a_malformed_env_option_is_a_usage_error(capsys):
 
 
 def test_server_without_fixtures_is_a_usage_error(capsys):
-    """Issue 6 §1: the fixture file is what the battery grades against."""
+    """Platform choice (docs/conformance.md): the fixture file is what the battery grades against."""
     with pytest.raises(SystemExit) as exited:
         main(["--server", "x"])
     assert exited.value.code == 2

@@ -17,7 +17,7 @@ def _raw() -> dict[str, Any]:
 
 
 def test_reference_fixtures_describe_the_conformance_organization(fixtures):
-    """Platform choice (issue 6): the shipped file names this project's conformance organization."""
+    """Platform choice: the shipped file names this project's conformance organization."""
     assert fixtures.organization_id == "conformance_co"
     assert fixtures.schedule.id == "conformance_main"
     assert (fixtures.providers.in_scope, fixtures.providers.other) == (

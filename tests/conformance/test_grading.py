@@ -11,7 +11,7 @@ from osbp.conformance.grading import Grader, Verdict, expect, summarize
 
 
 def test_check_ids_are_unique_stable_shaped_and_every_check_has_a_section():
-    """Platform choice (issue 6): each check has a stable dotted id, a one-line requirement, a section."""
+    """Platform choice: each check has a stable dotted id, a one-line requirement, a section."""
     assert len(CHECKS_BY_ID) == len(CATALOG)
     for check in CATALOG:
         assert re.fullmatch(r"[a-z]+\.[a-z0-9_]+", check.id)

@@ -31,7 +31,8 @@ def _report(fixtures, *, fail: bool, skip: bool) -> Report:
 
 
 def test_the_final_line_is_pass_when_nothing_failed_even_with_skips(fixtures):
-    """Issue 6 §1: `PASS n/N checks passed (f failed, s skipped)`; skips do not fail a run."""
+    """Platform choice (docs/conformance.md): `PASS n/N checks passed (f failed, s skipped)`; skips do not
+    fail a run."""
     report = _report(fixtures, fail=False, skip=True)
     total = len(CATALOG)
     assert summary_line(report) == f"PASS {total - 2}/{total} checks passed (0 failed, 2 skipped)"
@@ -49,7 +50,8 @@ def test_the_final_line_starts_with_fail_when_a_check_failed(fixtures):
 
 
 def test_one_line_per_check_with_requirement_and_section_and_a_detail_under_a_failure(fixtures):
-    """Issue 6 §1: `PASS|FAIL|SKIP <id>  <requirement>  [<section>]`, a detail on failure."""
+    """Platform choice (docs/conformance.md): `PASS|FAIL|SKIP <id>  <requirement>  [<section>]`, a detail on
+    failure."""
     lines = render_human(_report(fixtures, fail=True, skip=True)).splitlines()
     check_lines = [line for line in lines[:-1] if not line.startswith("     ")]
     assert len(check_lines) == len(CATALOG)
@@ -62,7 +64,7 @@ def test_one_line_per_check_with_requirement_and_section_and_a_detail_under_a_fa
 
 
 def test_the_json_report_carries_every_check_and_the_counts(fixtures):
-    """Issue 6 §1: --json gives the same as a report object."""
+    """Platform choice (docs/conformance.md): --json gives the same as a report object."""
     data = json.loads(render_json(_report(fixtures, fail=True, skip=False)))
     assert data["ok"] is False
     assert data["summary"] == {"total": len(CATALOG), "passed": len(CATALOG) - 1, "failed": 1, "skipped": 0}

@@ -13,7 +13,8 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_a_2xx_answer_means_armed(tmp_path):
-    """Issue 6 §1: POST {"organization_id", "outcome"}; 2xx means armed for the next create."""
+    """Platform choice (docs/conformance.md): POST {"organization_id", "outcome"}; 2xx means armed for the
+    next create."""
     with scenario_endpoint(tmp_path / "armed") as endpoint:
         assert await arm(endpoint.url, "conformance_co", "slot_taken", call_timeout=5) is None
         assert endpoint.requests == [{"organization_id": "conformance_co", "outcome": "slot_taken"}]
@@ -21,7 +22,7 @@ async def test_a_2xx_answer_means_armed(tmp_path):
 
 
 async def test_a_refusal_is_reported_with_its_status(tmp_path):
-    """Issue 6 §1: anything but 2xx is not armed."""
+    """Platform choice (docs/conformance.md): anything but 2xx is not armed."""
     with scenario_endpoint(tmp_path / "armed", organization_id="elsewhere") as endpoint:
         problem = await arm(endpoint.url, "conformance_co", "rate_limited", call_timeout=5)
     assert problem == "the scenario URL answered HTTP 422 when arming rate_limited"

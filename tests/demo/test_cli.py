@@ -36,7 +36,8 @@ def _run_demo(tmp_path: Path, *args: str, now: str = NOW) -> subprocess.Complete
 
 @pytest.mark.integration
 def test_demo_books_four_verticals_and_the_over_cap_booking_is_refused_without_a_write(tmp_path):
-    """Issue 5 §1: four receipts, the refusal with price_exceeds_mandate, no platform write, exit 0."""
+    """OSBP spec, Getting Started (run the demo): four receipts, the refusal with price_exceeds_mandate, no
+    platform write, exit 0."""
     result = _run_demo(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
@@ -65,7 +66,8 @@ def test_demo_books_four_verticals_and_the_over_cap_booking_is_refused_without_a
 
 @pytest.mark.integration
 def test_the_json_transcript_carries_the_booking_and_no_secret(tmp_path):
-    """Issue 5 §1: --json is a machine-readable transcript; the token never reaches it."""
+    """OSBP spec, Getting Started (run the demo): --json is a machine-readable transcript; the token never
+    reaches it."""
     result = _run_demo(tmp_path, "--vertical", "notary", "--json")
     assert result.returncode == 0, result.stderr
     transcript = json.loads(result.stdout)

@@ -4,7 +4,7 @@ from osbp.demo.replay import is_subset
 
 
 def test_an_actual_result_with_more_fields_still_matches():
-    """Issue 5: each recorded result must be a subset of the actual one."""
+    """OSBP spec, Demo Trace (replay): each recorded result must be a subset of the actual one."""
     assert (
         is_subset({"ok": True, "value": {"id": "x"}}, {"ok": True, "value": {"id": "x", "extra": 1}}, {})
         == []
@@ -12,7 +12,7 @@ def test_an_actual_result_with_more_fields_still_matches():
 
 
 def test_a_different_problem_code_is_a_mismatch():
-    """Issue 5: replay fails when the server now answers differently."""
+    """OSBP spec, Demo Trace (replay): replay fails when the server now answers differently."""
     differences = is_subset(
         {"problem": {"code": "price_exceeds_mandate"}}, {"problem": {"code": "slot_taken"}}, {}
     )
@@ -20,7 +20,7 @@ def test_a_different_problem_code_is_a_mismatch():
 
 
 def test_a_missing_field_is_a_mismatch():
-    """Issue 5: a subset needs every recorded key."""
+    """OSBP spec, Demo Trace (replay): a subset needs every recorded key."""
     assert is_subset({"value": {"id": "x"}}, {"value": {}}, {}) == [("value.id", "x", "<absent>")]
 
 
@@ -44,7 +44,8 @@ def test_redacted_text_matches_whatever_the_replay_customer_is_called():
 
 
 def test_lists_must_match_element_by_element():
-    """Issue 5: a recorded list is compared in full unless the trace says it was shortened."""
+    """OSBP spec, Demo Trace (replay): a recorded list is compared in full unless the trace says it was
+    shortened."""
     assert is_subset([1, 2], [1, 2, 3], {}) == [(".length", 2, 3)]
 
 

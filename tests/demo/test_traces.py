@@ -55,7 +55,7 @@ def _walk(node, path=()):
 
 
 def test_the_gallery_has_every_scenario_and_an_index():
-    """Issue 5 §2: one trace per gallery scenario plus traces/README.md."""
+    """OSBP spec, Demo Trace: one trace per gallery scenario plus traces/README.md."""
     assert [path.stem for path in TRACE_FILES] == sorted(scenario.id for scenario in GALLERY)
     index = (GALLERY_DIR / "README.md").read_text(encoding="utf-8")
     assert "| trace | scenario | claim | guardrails shown |" in index
@@ -180,7 +180,7 @@ def test_every_trace_carries_our_extras(path: Path):
 
 @pytest.mark.integration
 def test_make_traces_regenerates_the_gallery_byte_for_byte(tmp_path):
-    """Issue 5 §2: `make traces` leaves git status clean on any machine."""
+    """OSBP spec, Demo Trace: `make traces` leaves git status clean on any machine."""
     result = subprocess.run(
         [sys.executable, "-m", "osbp", "traces", "record", "--out", str(tmp_path)],
         cwd=REPO,
@@ -198,7 +198,7 @@ def test_make_traces_regenerates_the_gallery_byte_for_byte(tmp_path):
 
 @pytest.mark.integration
 def test_the_whole_gallery_replays_as_recorded():
-    """Issue 5 §2: every recorded result is a subset of the actual one on a fresh platform."""
+    """OSBP spec, Demo Trace: every recorded result is a subset of the actual one on a fresh platform."""
     result = subprocess.run(
         [sys.executable, "-m", "osbp", "traces", "replay"],
         cwd=REPO,
@@ -213,7 +213,8 @@ def test_the_whole_gallery_replays_as_recorded():
 
 @pytest.mark.integration
 def test_replay_fails_when_the_server_no_longer_answers_as_recorded(tmp_path):
-    """Issue 5 §2: replay is a real check; a changed Problem code or audited upstream call is caught."""
+    """OSBP spec, Demo Trace: replay is a real check; a changed Problem code or audited upstream call is
+    caught."""
     trace = json.loads((GALLERY_DIR / "guardrail_currency_mismatch.json").read_text(encoding="utf-8"))
     refusal = next(step for step in trace["steps"] if step["phase"] == "guardrail")
     refusal["result"]["problem"]["code"] = "price_exceeds_mandate"

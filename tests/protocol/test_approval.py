@@ -385,7 +385,7 @@ def test_unknown_token_is_challenged(gate: ApprovalGate) -> None:
 
 
 def test_pending_approvals_survive_a_new_gate_on_the_same_file(tmp_path: Path, clock: FixedClock) -> None:
-    """Pending approvals live in the durable state file (issue 3)."""
+    """Pending approvals live in the durable state file (platform choice)."""
     path = tmp_path / "state.sqlite3"
     token = challenge_token(ApprovalGate(StateStore(path), clock=clock).evaluate(create_input(), SUMMARY))
     again = ApprovalGate(StateStore(path), clock=clock)

@@ -132,7 +132,8 @@ def _waiting_claim(store_path: Path, waiting: threading.Event, results: list[obj
 
 @pytest.mark.parametrize("settle", ["complete", "release"])
 def test_waiter_gets_replay_after_success_or_in_progress_after_failure(tmp_path: Path, settle: str) -> None:
-    """A waiting duplicate replays the holder's receipt, or gets a retryable problem on failure (issue 3)."""
+    """A waiting duplicate replays the holder's receipt, or gets a retryable problem on failure (platform
+    choice)."""
     path = tmp_path / "s.sqlite3"
     holder = IdempotencyStore(StateStore(path), clock=FixedClock(START))
     claimed = holder.claim("idem_1", "hash_a")
@@ -167,7 +168,7 @@ def test_expired_lease_of_a_crashed_holder_can_be_taken_over(tmp_path: Path) -> 
 
 
 def test_settled_receipt_survives_a_restart(tmp_path: Path) -> None:
-    """The store is durable: a new instance on the same file replays (issue 3: survives a restart)."""
+    """The store is durable: a new instance on the same file replays (platform choice: survives a restart)."""
     path = tmp_path / "s.sqlite3"
     first = IdempotencyStore(StateStore(path), clock=FixedClock(START))
     claimed = first.claim("idem_1", "hash_a")
@@ -210,7 +211,7 @@ def test_settling_without_a_booking_keeps_no_snapshot(store: IdempotencyStore) -
 
 
 def test_concurrent_duplicate_threads_make_exactly_one_claim(tmp_path: Path) -> None:
-    """Concurrent duplicates of one key: exactly one proceeds to the platform create (issue 3)."""
+    """Concurrent duplicates of one key: exactly one proceeds to the platform create (platform choice)."""
     path = tmp_path / "s.sqlite3"
     barrier = threading.Barrier(8)
     outcomes: list[str] = []
@@ -253,7 +254,7 @@ def _process_attempt(path: str, start: Any, results: Any) -> None:
 
 @pytest.mark.integration
 def test_two_processes_sharing_the_file_make_exactly_one_claim(tmp_path: Path) -> None:
-    """Several processes sharing the state file never both create (issue 3: safe across processes)."""
+    """Several processes sharing the state file never both create (platform choice: safe across processes)."""
     path = str(tmp_path / "shared.sqlite3")
     StateStore(path)  # create the schema once, as a running server would have
     assert spawn_together(_process_attempt, path, 4) == {"Claimed": 1, "Replay": 3}

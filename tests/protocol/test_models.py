@@ -66,7 +66,7 @@ def test_spec_booking_create_example_round_trips_unchanged() -> None:
 
 
 def test_absent_optionals_are_omitted_not_null() -> None:
-    """Absent optional fields never serialize as null (OSBP spec, Wire Format; issue 3)."""
+    """Absent optional fields never serialize as null (OSBP spec, Wire Format)."""
     slot = Slot(
         id="s1",
         organization_id="org",
@@ -136,7 +136,7 @@ def test_envelopes_have_the_spec_shapes() -> None:
     ],
 )
 def test_strict_input_rejects_coercion_unknown_fields_and_nulls(patch: dict[str, Any], where: str) -> None:
-    """Tool inputs reject unknown fields, coercion and explicit nulls (issue 3: strict inputs)."""
+    """Tool inputs reject unknown fields, coercion and explicit nulls (platform choice: strict inputs)."""
     with pytest.raises(ValidationError) as caught:
         BookingCreateInput.model_validate({**SPEC_CREATE, **patch})
     assert where in str(caught.value)
@@ -153,7 +153,8 @@ def test_validator_owned_mandate_defects_pass_the_schema() -> None:
 
 
 def test_required_fields_of_small_inputs() -> None:
-    """availability.find needs date; handoff.request needs reason and message (issue 3, required fields)."""
+    """availability.find needs date; handoff.request needs reason and message (OSBP spec, Tool Set: required
+    fields)."""
     with pytest.raises(ValidationError):
         AvailabilityFindInput.model_validate({})
     with pytest.raises(ValidationError):
@@ -192,5 +193,5 @@ def test_service_example_validates() -> None:
 
 
 def test_approval_requires_literal_true() -> None:
-    """approval is {confirmed: true, token} with both required (issue 3)."""
+    """approval is {confirmed: true, token} with both required (platform choice)."""
     assert Approval(confirmed=True, token="t").to_wire() == {"confirmed": True, "token": "t"}

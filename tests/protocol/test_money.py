@@ -102,7 +102,7 @@ def test_major_to_minor_rejects_inexact_negative_and_non_numbers(major: object, 
     ],
 )
 def test_display_is_cldr_en(minor: int, currency: str, display: str) -> None:
-    """Display hints are CLDR-formatted with the ISO exponent (OSBP spec, Money; issue 3 examples)."""
+    """Display hints are CLDR-formatted with the ISO exponent (OSBP spec, Money)."""
     assert format_display(minor, currency) == display
 
 

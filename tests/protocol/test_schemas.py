@@ -62,7 +62,7 @@ def validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
 
 
 def test_checked_in_schemas_match_the_models(tmp_path: Path) -> None:
-    """Regenerating the schemas changes nothing (issue 3: a test fails on drift)."""
+    """Regenerating the schemas changes nothing (platform choice: a test fails on drift)."""
     assert main(["--check"]) == 0
     assert main(["--out", str(tmp_path)]) == 0
     for path in tmp_path.iterdir():
@@ -81,13 +81,13 @@ def test_drift_is_detected(tmp_path: Path) -> None:
     ("tool", "example"), [(tool, ex) for tool, examples in SPEC_INPUTS.items() for ex in examples]
 )
 def test_every_published_input_shape_is_accepted(tool: str, example: dict[str, Any]) -> None:
-    """The schemas accept the spec's v0.1.0 inputs and the minimal required shapes (issue 3)."""
+    """The schemas accept the spec's v0.1.0 inputs and the minimal required shapes (platform choice)."""
     validator(tool_input_schema(tool)).validate(example)
     tool_spec(tool).input_model.model_validate(example)
 
 
 def test_required_fields_are_exactly_the_published_ones() -> None:
-    """Required fields per tool match issue 3's list; the others have none (OSBP spec, Tool Set)."""
+    """Required fields per tool match the published list; the others have none (OSBP spec, Tool Set)."""
     required = {name: sorted(tool_input_schema(name).get("required", [])) for name in TOOL_NAMES}
     assert required == {
         "service.describe": [],
@@ -130,7 +130,7 @@ def _with(path: list[str], value: Any) -> dict[str, Any]:
     ],
 )
 def test_schema_rejects_wrong_types_and_unknown_fields(bad: dict[str, Any]) -> None:
-    """Inputs are closed and exact: no coercion, no nulls, approval fully required (issue 3)."""
+    """Inputs are closed and exact: no coercion, no nulls, approval fully required (platform choice)."""
     assert list(validator(tool_input_schema("booking.create")).iter_errors(bad))
 
 

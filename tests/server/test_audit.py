@@ -99,7 +99,7 @@ def test_upstream_and_mandate_id_are_absent_when_not_given(tmp_path):
 
 
 def test_records_form_a_hash_chain_from_the_genesis_hash(tmp_path):
-    """Platform choice (issue 4): each record carries the previous record's hash and its own."""
+    """Platform choice: each record carries the previous record's hash and its own."""
     log = AuditLog(tmp_path / "events.jsonl")
     for n in range(1, 4):
         log.append(draft(n))
@@ -124,7 +124,8 @@ _json_values = st.recursive(
 
 @given(tool_input=st.dictionaries(st.text(max_size=6), _json_values, max_size=4), value=_json_values)
 def test_the_record_hash_is_the_sha256_of_the_whole_records_canonical_json(tool_input, value):
-    """Issue 4 (property): reusing the snapshots' canonical bytes still hashes the whole record exactly."""
+    """OSBP spec, Audit (property): reusing the snapshots' canonical bytes still hashes the whole record
+    exactly."""
     log = AuditLog(Path("unused.jsonl"))
     record = log.build(draft(input=tool_input, result={"ok": True, "value": value}), GENESIS_HASH).to_wire()
     assert record["hash"] == record_hash(record)
@@ -147,7 +148,7 @@ def test_a_log_reopened_later_continues_the_same_chain(tmp_path):
 
 
 def test_the_log_file_is_0600_and_a_directory_it_creates_is_0700(tmp_path):
-    """Platform choice (issue 4): the audit trail is private to the operator."""
+    """Platform choice: the audit trail is private to the operator."""
     path = tmp_path / "fresh" / "audit" / "events.jsonl"
     log = AuditLog(path)
     log.append(draft())
@@ -203,7 +204,7 @@ log.close()
 
 @pytest.mark.integration
 def test_several_processes_appending_keep_one_valid_chain(tmp_path):
-    """Platform choice (issue 4): concurrent server processes share one log and one valid chain."""
+    """Platform choice: concurrent server processes share one log and one valid chain."""
     path = tmp_path / "events.jsonl"
     writers = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), str(w), "40"]) for w in range(4)]
     assert [writer.wait(timeout=120) for writer in writers] == [0, 0, 0, 0]

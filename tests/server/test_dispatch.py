@@ -94,7 +94,8 @@ async def test_a_successful_read_is_an_ok_envelope_with_its_audit_event_id(clien
 
 @pytest.mark.anyio
 async def test_a_problem_is_an_error_result_that_still_carries_the_envelope(client):
-    """Issue 4: ok:false comes back with isError true, so a host never reads it as success."""
+    """OSBP spec, Result Envelope: ok:false comes back with isError true, so a host never reads it as
+    success."""
     result = await client.call_tool("osbp_booking_status", {"booking_id": "appt_missing"})
     env = envelope(result)
     assert result.is_error is True

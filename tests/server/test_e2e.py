@@ -269,7 +269,7 @@ async def test_the_canonical_flow_runs_over_stdio_and_leaves_a_clean_redacted_au
 async def test_tampering_with_the_real_audit_log_is_caught(
     platform: PlatformServer, testing: httpx2.Client, tmp_path: Path, capsys
 ):
-    """Platform choice (issue 4): `osbp audit verify` names an edited, a deleted and a swapped line."""
+    """Platform choice: `osbp audit verify` names an edited, a deleted and a swapped line."""
     async with stdio_session(platform.base_url, tmp_path) as s:
         for _ in range(4):
             await s.call("osbp_service_describe", {"service_id": NOTARIZATION})
@@ -446,7 +446,7 @@ def test_stdout_carries_only_protocol_messages(platform: PlatformServer, tmp_pat
 
 
 def test_end_of_input_shuts_down_cleanly_with_status_0(platform: PlatformServer, tmp_path: Path):
-    """Issue 4: clean shutdown on end of input (the HTTP client closed, the audit log flushed)."""
+    """Platform choice: clean shutdown on end of input (the HTTP client closed, the audit log flushed)."""
     done = subprocess.run(
         [sys.executable, "-m", "osbp.server"],
         input="",

@@ -72,7 +72,8 @@ async def test_every_annotation_is_explicit(client: Client):
 
 @pytest.mark.anyio
 async def test_annotations_follow_each_tools_effect(client: Client):
-    """Issue 4: hints follow each effect: reads and handoff read-only, create idempotent, send not."""
+    """OSBP spec, Tool Set: hints follow each effect: reads and handoff read-only, create idempotent, send
+    not."""
     hints = {tool.name: tool.annotations for tool in (await client.list_tools()).tools if tool.annotations}
     reads = ("osbp_service_describe", "osbp_availability_find", "osbp_policy_explain", "osbp_booking_status")
     for read in reads:
@@ -89,7 +90,8 @@ async def test_annotations_follow_each_tools_effect(client: Client):
 
 @pytest.mark.anyio
 async def test_instructions_state_the_canonical_flow(client: Client):
-    """Issue 4: mandate first, policy read back, summary not token, ask before booking, codes, no cancel."""
+    """OSBP spec, Tool Set: mandate first, policy read back, summary not token, ask before booking, codes, no
+    cancel."""
     assert client.instructions == INSTRUCTIONS
     for phrase in (
         "mandate first",
@@ -109,7 +111,7 @@ def test_titles_descriptions_annotations_and_schemas_match_the_snapshot():
 
 
 def test_descriptions_are_short():
-    """Issue 4: a short, precise description per tool (hosts show them in tight spaces)."""
+    """OSBP spec, Tool Set: a short, precise description per tool (hosts show them in tight spaces)."""
     for tool in mcp_tools():
         assert tool.description is not None
         assert 80 <= len(tool.description) <= 400, tool.name
