@@ -38,12 +38,6 @@ OKAFOR = "carolyns_dental_dr_okafor"
 JANE = Customer(display_name="Jane Customer", given_name="Jane", family_name="Customer", phone="+12125550199")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    """Async tests run on asyncio (the MCP server's loop)."""
-    return "asyncio"
-
-
 @pytest.fixture(scope="session")
 def platform_server() -> Iterator[PlatformServer]:
     """The real platform under uvicorn on 127.0.0.1, shared by the session (reset per test)."""

@@ -19,12 +19,6 @@ NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
 DAY = "2026-05-05"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    """Async tests run on asyncio."""
-    return "asyncio"
-
-
 def make_settings(**overrides: Any) -> BackendSettings:
     """In-memory, frozen clock, test surface on, unless overridden."""
     values: dict[str, Any] = {"db": ":memory:", "port": 0, "now": NOW, "enable_testing": True} | overrides

@@ -14,11 +14,6 @@ from tests.conformance.arming import ScenarioEndpoint, scenario_endpoint
 TOY_SERVER = Path(__file__).with_name("toy_server.py")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="session")
 def fixtures() -> Fixtures:
     return load_fixtures(reference_fixtures_path())

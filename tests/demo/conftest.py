@@ -4,15 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 #: The repository root (the demo's commands resolve `traces/` and `.osbp/` relative to it).
 REPO = Path(__file__).resolve().parents[2]
 #: The checked-in gallery.
 GALLERY_DIR = REPO / "traces"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    """Async tests run on asyncio (the MCP SDK's loop)."""
-    return "asyncio"

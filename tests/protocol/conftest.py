@@ -7,14 +7,6 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    """Async tests run on asyncio (the MCP server's loop)."""
-    return "asyncio"
-
 
 def spawn_together(target: Callable[[str, Any, Any], None], path: str, count: int) -> Counter[str]:
     """Start ``count`` spawned processes running ``target(path, start, results)``, release them at once,

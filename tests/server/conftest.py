@@ -23,12 +23,6 @@ NOW = datetime(2026, 5, 1, 16, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    """Async tests run on asyncio (the MCP server's loop)."""
-    return "asyncio"
-
-
-@pytest.fixture
 def no_osbp_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No OSBP_* variable from the developer's shell leaks into a settings or CLI test."""
     for key in list(os.environ):
