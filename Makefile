@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.osbp-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint typecheck pytest test demo bench traces conformance backend mcp clean
+.PHONY: help install lint typecheck pytest test quick demo bench traces conformance backend mcp clean
 
 # Bold target names on a terminal only: piped or captured output stays plain text.
 help: ## Show this list of targets
@@ -34,6 +34,10 @@ pytest: install ## The test suite only
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest ## Lint, type-check and run every test (what CI runs)
+
+quick: install ## Inner loop: lint, then the tests that start no subprocess, stopping at the first failure
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q -x -m "not integration"
 
 demo: install ## Book synthetic appointments end to end and show the guardrail refusing
 	$(BIN)/osbp demo
