@@ -64,9 +64,7 @@ def set_price(platform: Platform, service_id: str, amount: str) -> None:
 # --- The canonical flow -------------------------------------------------------------------------------------
 
 
-async def test_first_call_is_a_challenge_and_creates_nothing(
-    platform: Platform, adapter: OsbpCore
-) -> None:
+async def test_first_call_is_a_challenge_and_creates_nothing(platform: Platform, adapter: OsbpCore) -> None:
     """OSBP spec, booking.create: a valid call without approval returns requires_user_confirmation first."""
     with capture_upstream() as capture:
         failure = problem_of(await adapter.create_booking(create_input()))
@@ -262,9 +260,7 @@ async def test_platform_idempotency_mismatch_is_idempotency_conflict_not_slot_ta
     assert platform.active_appointments(ORG) == 1
 
 
-async def test_a_failed_attempt_releases_the_key_for_its_retry(
-    platform: Platform, adapter: OsbpCore
-) -> None:
+async def test_a_failed_attempt_releases_the_key_for_its_retry(platform: Platform, adapter: OsbpCore) -> None:
     """OSBP spec, booking.create: the agent retries the same attempt with the same key after a refusal."""
     inp = create_input()
     token = token_of(await adapter.create_booking(inp))
@@ -428,9 +424,7 @@ async def test_a_customer_without_name_or_contact_is_refused_before_the_gate(
     assert platform.create_requests() == 0
 
 
-async def test_a_malformed_phone_is_the_platforms_to_reject(
-    platform: Platform, adapter: OsbpCore
-) -> None:
+async def test_a_malformed_phone_is_the_platforms_to_reject(platform: Platform, adapter: OsbpCore) -> None:
     """OSBP spec, Customer: contacts pass through; the platform enforces its formats (invalid_customer)."""
     failure = problem_of(
         await book(adapter, create_input(customer=Customer(display_name="Jane", phone="555-0100")))
@@ -455,9 +449,7 @@ async def test_given_and_family_name_become_the_merchant_visible_name(
 # --- The gate -----------------------------------------------------------------------------------------------
 
 
-async def test_a_token_never_authorizes_another_payload_or_key(
-    platform: Platform, adapter: OsbpCore
-) -> None:
+async def test_a_token_never_authorizes_another_payload_or_key(platform: Platform, adapter: OsbpCore) -> None:
     """OSBP spec, booking.create: a leaked token cannot authorize a different booking or idempotency key."""
     token = token_of(await adapter.create_booking(create_input()))
     other_time = problem_of(

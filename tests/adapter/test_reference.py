@@ -290,9 +290,7 @@ async def test_verification_verify_is_rejected_without_touching_the_platform(
     assert capture.calls == []
 
 
-async def test_booking_status_reads_current_platform_state(
-    platform: Platform, adapter: OsbpCore
-) -> None:
+async def test_booking_status_reads_current_platform_state(platform: Platform, adapter: OsbpCore) -> None:
     """OSBP spec, booking.status: a direct platform read reports the appointment's current state."""
     receipt = value_of(await book(adapter, create_input()))
     booking = value_of(await adapter.get_booking(BookingStatusInput(booking_id=receipt.booking_id)))
