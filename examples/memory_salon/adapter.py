@@ -120,7 +120,7 @@ CATALOG: dict[str, CatalogRow] = {
     "salon_cut_kwd": CatalogRow("Haircut (dinar price list)", 45, "12.500", "KWD"),
     "salon_scalp_treatment": CatalogRow("Scalp treatment", 30, None, price_kind="insurance"),
     "salon_bridal": CatalogRow("Bridal styling", 90, None, price_kind="quote"),
-    "salon_colour_consultation": CatalogRow("Colour consultation", 30, "0.00", consultation=True),
+    "salon_colour_consultation": CatalogRow("Colour consultation", 45, "0.00", consultation=True),
     "salon_colour": CatalogRow("Colour", 60, "95.00", payment="deposit", deposit="25.00"),
     "salon_keratin": CatalogRow("Keratin treatment", 60, "95.00", payment="prepaid"),
     "salon_extensions": CatalogRow("Extensions", 60, "95.00", payment="ask at the desk"),
