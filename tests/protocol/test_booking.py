@@ -117,7 +117,8 @@ def _memory() -> Subject:
 
 def _example() -> Subject:
     def build(down: bool) -> PlatformAdapter:
-        book = salon.SalonBook()
+        # Parallel bookings, as the reference's conformance organization: tests book the one slot repeatedly.
+        book = salon.SalonBook(parallel_bookings=True)
         book.reachable = not down
         return salon.SalonAdapter(book)
 
