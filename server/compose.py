@@ -33,11 +33,22 @@ from osbp.protocol.store import StateStore
 from osbp.server.audit import AuditLog
 from osbp.server.settings import Leaf, ServerSettings, settings_of
 
-__all__ = ["AdapterFactory", "Composition", "compose", "load_factory", "reference_adapter"]
+__all__ = [
+    "AdapterFactory",
+    "AdapterFactoryError",
+    "Composition",
+    "compose",
+    "load_factory",
+    "reference_adapter",
+]
 
 logger = logging.getLogger("osbp.server")
 
 AdapterFactory: TypeAlias = Callable[[ServerSettings], PlatformAdapter]
+
+
+class AdapterFactoryError(Exception):
+    """Raised by a factory for settings it cannot serve: its message is the one line the operator sees."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +102,10 @@ def compose(settings: ServerSettings) -> Composition | str:
     try:
         # Typed as object: a plug-in is foreign code, so what it returns is checked, not trusted.
         adapter: object = factory(settings)
+    except AdapterFactoryError as error:
+        # The plug-in's own word on the operator's settings: no traceback, just what to change.
+        audit.close()
+        return f"--adapter / OSBP_ADAPTER_FACTORY: {error}"
     except Exception as error:
         # A plug-in's bug, not the operator's mistake: the traceback goes to the log, one line to stderr.
         logger.exception("adapter_factory_failed")

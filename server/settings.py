@@ -149,7 +149,7 @@ class ServerSettings(BaseSettings):
     ] = Field(
         default=None,
         pattern=r"^[\w.]+:\w+$",
-        description="a plug-in adapter: module:function building the BookingAdapter from these settings "
+        description="a plug-in adapter: module:function building the PlatformAdapter from these settings "
         "(default: the reference adapter)",
     )
     now: Annotated[AwareDatetime | None, Setting("OSBP_NOW", "--now", _INSTANT, "INSTANT")] = Field(

@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import pytest
 
+from examples.memory_salon import salon_adapter as salon
 from osbp.adapter import AdapterSettings, build_platform_adapter
 from osbp.adapter.upstream import LifecycleNotices
 from osbp.backend.serving import PlatformServer
@@ -115,12 +116,37 @@ def _memory() -> Subject:
     )
 
 
-@pytest.fixture(params=["reference", "memory"])
+def _example() -> Subject:
+    def build(down: bool) -> PlatformAdapter:
+        # Parallel bookings, as the reference's conformance organization: tests book the one slot repeatedly.
+        book = salon.SalonBook(parallel_bookings=True)
+        book.reachable = not down
+        return salon.SalonAdapter(book)
+
+    # The too_late step moves latest_end from the fixed service's end, so the consultation (45 min) and
+    # deposit (60 min) services must last at least as long as the fixed one (45 min): they do.
+    return Subject(
+        name="example",
+        build=build,
+        organization=salon.ORGANIZATION_ID,
+        fixed="salon_cut",
+        consultation="salon_colour_consultation",
+        deposit="salon_colour",
+        schedule="memory_salon_loop",
+        provider="memory_salon_rosa",
+        date="2030-05-02",
+        time="10:00",
+        ends_at_local="2030-05-02T10:45:00",
+        currency="USD",
+    )
+
+
+@pytest.fixture(params=["reference", "memory", "example"])
 def subject(request: pytest.FixtureRequest) -> Subject:
-    """Each platform adapter in turn."""
+    """Each platform adapter in turn (the worked example in examples/memory_salon included)."""
     if request.param == "reference":
         return _reference(request.getfixturevalue("platform_url"))
-    return _memory()
+    return _memory() if request.param == "memory" else _example()
 
 
 async def _core(subject: Subject, tmp_path: Path, *, down: bool = False) -> AsyncIterator[OsbpCore]:

@@ -516,6 +516,7 @@ class AuditedCalls:
             MemoryAdapter(clock=clock), state=tmp_path / "state" / "osbp.sqlite3", clock=clock
         )
         self.audit = AuditLog(tmp_path / "audit" / "events.jsonl")
+        self.audit.open()  # as the server does at start-up: the log exists before the first call
         self.dispatcher = ToolDispatcher(
             self.adapter, self.audit, clock=clock, new_event_id=lambda: f"aud_prop_{next(counter):05d}"
         )

@@ -1,0 +1,1 @@
+"""Worked examples for integrators (not part of the installed ``osbp`` distribution)."""
