@@ -27,7 +27,7 @@ from osbp.protocol.models import (
     VerificationSendInput,
 )
 from osbp.protocol.upstream import capture_upstream
-from tests.adapter.conftest import (
+from tests.support.reference import (
     CLEANING,
     DAY,
     JANE,

@@ -14,7 +14,7 @@ from osbp.adapter.problems import from_response, unavailable
 from osbp.adapter.upstream import UpstreamResponse, UpstreamUnavailable
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.models import AvailabilityFindInput, ServiceDescribeInput, UpstreamMeta
-from tests.adapter.conftest import (
+from tests.support.reference import (
     CLEANING,
     DAY,
     NOW,

@@ -24,7 +24,8 @@ from osbp.protocol.models import (
     VerificationVerifyInput,
 )
 from osbp.protocol.upstream import capture_upstream
-from tests.adapter.conftest import (
+from tests.support.logs import capture_logs, events, fields
+from tests.support.reference import (
     CLEANING,
     DAY,
     MIDTOWN,
@@ -39,7 +40,6 @@ from tests.adapter.conftest import (
     problem_of,
     value_of,
 )
-from tests.support.logs import capture_logs, events, fields
 
 pytestmark = pytest.mark.anyio
 

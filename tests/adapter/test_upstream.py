@@ -42,7 +42,8 @@ from osbp.protocol.models import (
     VerificationSendInput,
 )
 from osbp.protocol.upstream import capture_upstream
-from tests.adapter.conftest import (
+from tests.support.logs import capture_logs, events, fields
+from tests.support.reference import (
     CLEANING,
     DAY,
     NOW,
@@ -53,7 +54,6 @@ from tests.adapter.conftest import (
     make_adapter,
     token_of,
 )
-from tests.support.logs import capture_logs, events, fields
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from sqlmodel import func, select
 
 from osbp.backend import idempotency
 from osbp.backend.models import Appointment, IdempotencyRecord
-from tests.backend.conftest import DAY, NOW, booking, create
+from tests.support.bookwell import DAY, NOW, booking, create
 
 
 def test_create_returns_201_with_wall_clock_time_zone_and_location(client):

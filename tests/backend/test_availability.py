@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from osbp.backend.availability import local_openings, native_weekday, to_instant
 from osbp.backend.tz import zone
-from tests.backend.conftest import DAY, booking, create
+from tests.support.bookwell import DAY, booking, create
 
 
 def _starts(hours, tz_name, day, grid=30, duration=30):

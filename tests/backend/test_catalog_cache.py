@@ -13,7 +13,7 @@ from osbp.backend.app import create_app
 from osbp.backend.catalog_cache import CATALOG_TABLES, CatalogCache, catalog_revision
 from osbp.backend.problems import ProblemError
 from osbp.backend.runtime import Runtime
-from tests.backend.conftest import booking, make_settings
+from tests.support.bookwell import booking, make_settings
 
 SERVICE = "/api/organizations/carolyns_dental/services/carolyns_dental_cleaning"
 ORGANIZATION = "/api/organizations/carolyns_dental"

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
 from osbp.backend.app import create_app
-from tests.backend.conftest import make_settings
+from tests.support.bookwell import make_settings
 
 # Generous quota so the fuzzer measures the API, not the limiter.
 APP = create_app(make_settings(rate_limit_quota=1_000_000))

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from osbp.backend.app import create_app
 from osbp.backend.headers import DEFAULT_VERSION, SUPPORTED_VERSIONS
 from osbp.backend.ratelimit import RateLimiter
-from tests.backend.conftest import DAY, booking, create, make_settings
+from tests.support.bookwell import DAY, booking, create, make_settings
 
 AVAILABILITY = "/api/organizations/carolyns_dental/availability"
 STANDARD = ("server", "x-request-id", "bookwell-version", "ratelimit-policy", "ratelimit")

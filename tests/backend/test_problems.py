@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from osbp.backend import appointments
 from osbp.backend.app import create_app
 from osbp.backend.problems import TITLES, Problem, ProblemError
-from tests.backend.conftest import booking, create, make_settings
+from tests.support.bookwell import booking, create, make_settings
 from tests.support.logs import fields
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code", "request_id"}

@@ -18,7 +18,7 @@ from sqlmodel import col, func, select
 
 from osbp.backend.models import Appointment
 from osbp.backend.serving import PlatformServer
-from tests.backend.conftest import DAY, booking, make_settings
+from tests.support.bookwell import DAY, booking, make_settings
 
 pytestmark = pytest.mark.integration
 

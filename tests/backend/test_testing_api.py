@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from osbp.backend.app import create_app
 from osbp.backend.settings import BackendSettings
-from tests.backend.conftest import booking, create, make_settings
+from tests.support.bookwell import booking, create, make_settings
 
 
 def test_surface_is_absent_unless_enabled():

@@ -7,7 +7,7 @@ import logging
 from sqlmodel import func, select
 
 from osbp.backend.models import Customer, IdempotencyRecord, VerificationChallenge
-from tests.backend.conftest import booking, create
+from tests.support.bookwell import booking, create
 
 PHONE = "+12125550142"
 GUS = "/api/organizations/gus_notary"

@@ -8,7 +8,7 @@ import pytest
 
 from osbp.conformance import CATALOG, Report, ServerTarget, Verdict, run_battery, server_env
 from tests.conformance.arming import scenario_endpoint
-from tests.conformance.conftest import toy_target
+from tests.support.toy import toy_target
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 

@@ -11,7 +11,7 @@ import pytest
 
 from osbp.conformance import CATALOG, reference_fixtures_path
 from osbp.conformance.cli import main
-from tests.conformance.conftest import TOY_SERVER
+from tests.support.toy import TOY_SERVER
 
 
 def _server(*flags: str) -> str:

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from osbp.demo.cli import main
-
-from .conftest import REPO
+from tests.support.paths import REPO
 
 NOW = "2030-05-06T13:00:00Z"
 

@@ -14,8 +14,7 @@ from osbp.demo.scenarios import VERTICALS
 from osbp.demo.trace_format import dump_trace, load_trace
 from osbp.protocol.contact_shapes import EMAIL_PATTERN, PHONE_PATTERNS
 from osbp.server.redaction import REDACTED
-
-from .conftest import GALLERY_DIR, REPO
+from tests.support.paths import GALLERY_DIR, REPO
 
 TRACE_FILES = sorted(GALLERY_DIR.glob("*.json"))
 #: Raw values that must never appear: the raw forms of every aliased or redacted value.

@@ -31,7 +31,7 @@ from osbp.protocol.core import OsbpCore
 from osbp.protocol.models import Approval, BookingCreateInput, Customer
 from osbp.protocol.port import PlatformAdapter
 from osbp.protocol.upstream import capture_upstream
-from tests.server import memory_adapter as memory
+from tests.support import memory_adapter as memory
 
 NOW = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
 CUSTOMER = Customer(display_name="Casey Conformance", phone="+15555550142")

@@ -23,7 +23,7 @@ from osbp.protocol.idempotency import (
 )
 from osbp.protocol.models import Booking, BookingCreateInput, Receipt
 from osbp.protocol.store import StateStore
-from tests.protocol.conftest import spawn_together
+from tests.support.processes import spawn_together
 
 RECEIPT = Receipt(id="receipt_idem_1", booking_id="appt_1", text="Booked Regular cleaning.")
 START = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from osbp.protocol.store import StateStore
-from tests.protocol.conftest import spawn_together
+from tests.support.processes import spawn_together
 
 TABLES = {"approvals", "booking_snapshots", "idempotency"}
 

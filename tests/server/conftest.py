@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
@@ -17,9 +14,8 @@ from osbp.protocol.clock import FixedClock
 from osbp.protocol.core import OsbpCore
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
-from tests.server.memory_adapter import ORG, PROVIDER, SCHEDULE, SERVICE, MemoryAdapter
-
-NOW = datetime(2026, 5, 1, 16, 0, tzinfo=UTC)
+from tests.support.mcp import NOW
+from tests.support.memory_adapter import MemoryAdapter
 
 
 @pytest.fixture
@@ -69,50 +65,3 @@ async def client(core: OsbpCore, audit: AuditLog, clock: FixedClock) -> AsyncIte
     server = create_server(core, audit, clock=clock, new_event_id=lambda: f"aud_test_{next(counter):04d}")
     async with Client(server) as connected:
         yield connected
-
-
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """Every audit record in the log, in order."""
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def mandate(**overrides: Any) -> dict[str, Any]:
-    """A mandate that allows the in-memory merchant's haircut in May 2026 up to $100."""
-    base: dict[str, Any] = {
-        "id": "mnd_test_001",
-        "expires_at": "2026-05-31T23:59:59-07:00",
-        "allowed_actions": ["booking.create"],
-        "organization_id": ORG,
-        "service_ids": [SERVICE],
-        "provider_ids": [PROVIDER],
-        "schedule_ids": [SCHEDULE],
-        "earliest_start": "2026-05-01T09:00:00",
-        "latest_end": "2026-05-14T18:00:00",
-        "max_price": {"amount_minor": 10000, "currency": "USD"},
-        "allow_policy_fee": False,
-        "max_extra_fee": {"amount_minor": 0, "currency": "USD"},
-    }
-    return base | overrides
-
-
-def create_args(**overrides: Any) -> dict[str, Any]:
-    """booking.create arguments for 2026-05-05 13:00 with a customer carrying a name and contacts."""
-    base: dict[str, Any] = {
-        "mandate": mandate(),
-        "idempotency_key": "idem_test_001",
-        "service_id": SERVICE,
-        "schedule_id": SCHEDULE,
-        "provider_id": PROVIDER,
-        "date": "2026-05-05",
-        "time": "13:00",
-        "customer": {
-            "display_name": "Jane Customer",
-            "given_name": "Jane",
-            "family_name": "Customer",
-            "phone": "+15555550100",
-            "email": "jane@example.com",
-        },
-    }
-    return base | overrides

@@ -20,7 +20,7 @@ from osbp.protocol.clock import FixedClock, SystemClock
 from osbp.server.cli import build_parser, load_settings, main
 from osbp.server.settings import ServerSettings
 
-PLUGIN = "tests.server.memory_adapter:build_memory_adapter"
+PLUGIN = "tests.support.memory_adapter:build_memory_adapter"
 REPO = Path(__file__).resolve().parents[2]
 
 

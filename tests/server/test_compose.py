@@ -15,7 +15,7 @@ from osbp.protocol.core import OsbpCore
 from osbp.protocol.port import PlatformAdapter
 from osbp.server.compose import Composition, compose
 from osbp.server.settings import ServerSettings
-from tests.server.memory_adapter import MemoryAdapter, build_memory_adapter
+from tests.support.memory_adapter import MemoryAdapter, build_memory_adapter
 
 pytestmark = pytest.mark.usefixtures("no_osbp_environment")
 

@@ -32,9 +32,9 @@ from osbp.server.audit import AuditLog
 from osbp.server.audit_verify import verify_chain
 from osbp.server.dispatch import ToolDispatcher
 from osbp.server.tools import TOOL_DEFINITIONS
-from tests.server.conftest import NOW, create_args, mandate, read_events
-from tests.server.memory_adapter import IMAGE_URL, ORG, MemoryAdapter
 from tests.support.json_schema import from_schema
+from tests.support.mcp import NOW, create_args, mandate, read_events
+from tests.support.memory_adapter import IMAGE_URL, ORG, MemoryAdapter
 
 
 def envelope(result: CallToolResult) -> dict[str, Any]:

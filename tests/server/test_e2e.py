@@ -33,8 +33,8 @@ from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.clock import SystemClock
 from osbp.protocol.timeutil import format_instant, parse_instant
 from osbp.server.audit_cli import main as audit_main
-from tests.server.conftest import read_events
 from tests.support.logs import json_lines
+from tests.support.mcp import read_events
 
 pytestmark = pytest.mark.integration
 

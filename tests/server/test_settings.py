@@ -32,7 +32,7 @@ def test_every_documented_variable_reaches_its_setting(monkeypatch: pytest.Monke
         "OSBP_AUDIT_LOG_PATH": "/var/log/osbp/events.jsonl",
         "OSBP_AUDIT_KEY": "k" * 32,
         "OSBP_LOG_LEVEL": "DEBUG",
-        "OSBP_ADAPTER_FACTORY": "tests.server.memory_adapter:build_memory_adapter",
+        "OSBP_ADAPTER_FACTORY": "tests.support.memory_adapter:build_memory_adapter",
         "OSBP_NOW": "2030-05-06T13:00:00Z",
     }
     for name, value in documented.items():
@@ -52,7 +52,7 @@ def test_every_documented_variable_reaches_its_setting(monkeypatch: pytest.Monke
     assert settings.audit_log_path == Path("/var/log/osbp/events.jsonl")
     assert settings.audit_key_bytes() == b"k" * 32
     assert settings.log_level == "DEBUG"
-    assert settings.adapter_factory == "tests.server.memory_adapter:build_memory_adapter"
+    assert settings.adapter_factory == "tests.support.memory_adapter:build_memory_adapter"
     assert settings.now == datetime(2030, 5, 6, 13, 0, tzinfo=UTC)
     assert "sk_from_env" not in repr(settings)
 

@@ -236,5 +236,5 @@ class MemoryAdapter:
 
 
 def build_memory_adapter(settings: ServerSettings) -> MemoryAdapter:
-    """An adapter factory (``--adapter tests.server.memory_adapter:build_memory_adapter``) for CLI tests."""
+    """An adapter factory (``--adapter tests.support.memory_adapter:build_memory_adapter``) for CLI tests."""
     return MemoryAdapter(clock=settings.clock() if settings.now is not None else SystemClock())

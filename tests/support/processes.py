@@ -1,4 +1,4 @@
-"""Shared fixtures for the protocol core tests."""
+"""Helpers that start processes together (cross-process races on one state file)."""
 
 from __future__ import annotations
 

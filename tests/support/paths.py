@@ -1,4 +1,4 @@
-"""Shared fixtures for the demo and trace gallery tests."""
+"""Where the repository's checked-in artefacts are, for tests that read or regenerate them."""
 
 from __future__ import annotations
 
