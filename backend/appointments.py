@@ -4,8 +4,9 @@ The create runs inside one `BEGIN IMMEDIATE` transaction: it resolves the ids, c
 verification and the slot (including the provider's overlapping active appointments), and inserts, so
 no other writer can slip in between check and insert. The partial unique index on (provider, start) is
 the backstop: if it ever fires, the answer is still 409 `slot_taken`. The platform never double-sells a
-provider's time. A refused create commits only what its checks recorded (a wrong verification code's
-attempt) and the release of its Idempotency-Key.
+provider's time. The Idempotency-Key's lookup and record are part of the same transaction, so a crash can
+never leave a key claimed without its appointment. A refused create commits only what its checks recorded
+(a wrong verification code's attempt).
 """
 
 from __future__ import annotations
@@ -56,38 +57,36 @@ def create(
     now: datetime,
     tokens: TokenSource,
 ) -> Created:
-    """Create an appointment exactly once per Idempotency-Key, or raise why not."""
+    """Create an appointment exactly once per Idempotency-Key, or raise why not.
+
+    The key's lookup, every check, the insert and the stored response are one transaction: whatever process
+    dies when, the key is either free or bound to its committed appointment and 201.
+    """
     digest = idempotency.fingerprint(request.model_dump(mode="json"))
-    with db.write() as session:
-        claimed = idempotency.claim(session, organization_id=organization_id, key=key, digest=digest, now=now)
-    if isinstance(claimed, idempotency.Replay):
-        return Created(body=claimed.body, replayed=True, status_code=claimed.status_code)
     try:
-        # A refusal commits, with the key's release, what the checks recorded before it.
+        # A refusal commits what the checks recorded before it (a wrong verification code's attempt).
         with db.write(commit_on=(ProblemError,)) as session:
-            try:
-                outcome = _create_locked(
-                    session, organization_id=organization_id, request=request, now=now, tokens=tokens
-                )
-            except ProblemError:
-                idempotency.release(session, organization_id=organization_id, key=key)
-                raise
+            replay = idempotency.lookup(
+                session, organization_id=organization_id, key=key, digest=digest, now=now
+            )
+            if replay is not None:
+                return Created(body=replay.body, replayed=True, status_code=replay.status_code)
+            outcome = _create_locked(
+                session, organization_id=organization_id, request=request, now=now, tokens=tokens
+            )
             body = outcome.model_dump(mode="json")
-            idempotency.store(session, organization_id=organization_id, key=key, status_code=201, body=body)
+            idempotency.store(
+                session,
+                organization_id=organization_id,
+                key=key,
+                digest=digest,
+                now=now,
+                status_code=201,
+                body=body,
+            )
         return Created(body=body, replayed=False)
-    except ProblemError:
-        raise
     except IntegrityError:
-        _release(db, organization_id, key)
         raise ProblemError("slot_taken", "The provider's time was booked by a concurrent request.") from None
-    except BaseException:
-        _release(db, organization_id, key)
-        raise
-
-
-def _release(db: Database, organization_id: str, key: str) -> None:
-    with db.write() as session:
-        idempotency.release(session, organization_id=organization_id, key=key)
 
 
 def _create_locked(

@@ -1,9 +1,13 @@
 """`Idempotency-Key` handling for appointment creates (IETF httpapi idempotency-key draft semantics).
 
-Keys are scoped per organization and kept 24 hours on the platform clock. A key is claimed (in flight)
-in its own short transaction before the create runs, so a concurrent duplicate sees it and gets 409.
-Only a successful create (201) is stored for replay; any refusal releases the key so the client can
-retry the same key with a corrected request (for example adding the verification code after a 428).
+Keys are scoped per organization and kept 24 hours on the platform clock. The key's check and the create
+run in ONE write transaction (`BEGIN IMMEDIATE`, see `appointments.create`), so a process killed at any
+moment leaves either nothing (the key is free, the retry creates) or the appointment together with its
+stored response (the retry replays the 201): never a key stuck "in flight". A concurrent duplicate waits
+for the write lock and then replays. Only a successful create (201) is stored; a refusal stores nothing,
+so the client can retry the same key with a corrected request (for example adding the verification code
+after a 428). A record left `in_flight` by an older version of the platform never committed its create and
+is treated as absent.
 """
 
 from __future__ import annotations
@@ -19,14 +23,9 @@ from sqlmodel import Session
 from osbp.backend.models import IdempotencyRecord
 from osbp.backend.problems import ProblemError
 
-__all__ = ["RETENTION_SECONDS", "Claimed", "Replay", "claim", "fingerprint", "parse_key", "release", "store"]
+__all__ = ["RETENTION_SECONDS", "Replay", "fingerprint", "lookup", "parse_key", "store"]
 
 RETENTION_SECONDS = 24 * 3600
-
-
-@dataclass(frozen=True)
-class Claimed:
-    """The key is ours: run the create."""
 
 
 @dataclass(frozen=True)
@@ -59,57 +58,48 @@ def fingerprint(payload: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def claim(
-    session: Session, *, organization_id: str, key: str, digest: str, now: datetime
-) -> Claimed | Replay:
-    """Claim the key for this request or report a replay; refuse a mismatch (422) or an in-flight twin (409).
+def lookup(session: Session, *, organization_id: str, key: str, digest: str, now: datetime) -> Replay | None:
+    """The stored response to replay for this key, or ``None`` to create; a mismatch is refused (422).
 
-    A refusal writes nothing, so its transaction has nothing to keep.
+    Runs inside the create's own write transaction. An expired record or an ``in_flight`` leftover (from a
+    platform version that claimed keys in a separate transaction) is deleted: its create never committed.
     """
     record = session.get(IdempotencyRecord, (organization_id, key))
     epoch = int(now.timestamp())
-    if record is not None and record.created_utc <= epoch - RETENTION_SECONDS:
+    if record is not None and (
+        record.created_utc <= epoch - RETENTION_SECONDS or record.state != "completed"
+    ):
         session.delete(record)
         session.flush()
         record = None
     if record is None:
-        session.add(
-            IdempotencyRecord(
-                organization_id=organization_id,
-                key=key,
-                fingerprint=digest,
-                state="in_flight",
-                created_utc=epoch,
-            )
-        )
-        return Claimed()
+        return None
     if record.fingerprint != digest:
         raise ProblemError(
             "idempotency_key_reused", "This Idempotency-Key was already used with a different request body."
-        )
-    if record.state == "in_flight":
-        raise ProblemError(
-            "idempotency_key_in_use",
-            "A request with this Idempotency-Key is still being processed; retry shortly.",
-            headers={"Retry-After": "1"},
         )
     return Replay(record.status_code or 201, json.loads(record.response_body or "{}"))
 
 
 def store(
-    session: Session, *, organization_id: str, key: str, status_code: int, body: dict[str, Any]
+    session: Session,
+    *,
+    organization_id: str,
+    key: str,
+    digest: str,
+    now: datetime,
+    status_code: int,
+    body: dict[str, Any],
 ) -> None:
-    """Record the completed response for replay."""
-    record = session.get(IdempotencyRecord, (organization_id, key))
-    if record is not None:
-        record.state = "completed"
-        record.status_code = status_code
-        record.response_body = json.dumps(body, separators=(",", ":"))
-        session.add(record)
-
-
-def release(session: Session, *, organization_id: str, key: str) -> None:
-    """Forget an in-flight claim (the create was refused or failed)."""
-    record = session.get(IdempotencyRecord, (organization_id, key))
-    if record is not None and record.state == "in_flight":
-        session.delete(record)
+    """Record the completed response for replay, in the transaction that created the appointment."""
+    session.add(
+        IdempotencyRecord(
+            organization_id=organization_id,
+            key=key,
+            fingerprint=digest,
+            state="completed",
+            created_utc=int(now.timestamp()),
+            status_code=status_code,
+            response_body=json.dumps(body, separators=(",", ":")),
+        )
+    )

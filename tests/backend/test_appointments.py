@@ -8,6 +8,7 @@ from sqlmodel import func, select
 
 from osbp.backend import idempotency
 from osbp.backend.models import Appointment, IdempotencyRecord
+from osbp.backend.wire import AppointmentCreate
 from tests.support.bookwell import DAY, NOW, booking, create
 
 
@@ -171,19 +172,37 @@ def test_same_key_different_body_is_422(client):
     assert (response.status_code, response.json()["code"]) == (422, "idempotency_key_reused")
 
 
-def test_same_key_still_in_flight_is_409(client, runtime):
-    """IETF idempotency-key draft: a concurrent request with the same key → 409."""
+def test_a_key_left_in_flight_by_a_crash_is_free_at_once(client, runtime):
+    """Platform choice (crash safety): a claim whose create never committed does not block its key."""
     body = booking()
-    from osbp.backend.wire import AppointmentCreate
-
     digest = idempotency.fingerprint(AppointmentCreate.model_validate(body).model_dump(mode="json"))
     with runtime.db.write() as session:
-        claimed = idempotency.claim(
-            session, organization_id="carolyns_dental", key="k", digest=digest, now=NOW
+        # What a platform that claimed keys in a separate transaction left behind when it was killed.
+        session.add(
+            IdempotencyRecord(
+                organization_id="carolyns_dental",
+                key="k",
+                fingerprint=digest,
+                state="in_flight",
+                created_utc=int(NOW.timestamp()),
+            )
         )
-    assert isinstance(claimed, idempotency.Claimed)
-    response = create(client, "carolyns_dental", body, key="k")
-    assert (response.status_code, response.json()["code"]) == (409, "idempotency_key_in_use")
+    created = create(client, "carolyns_dental", body, key="k")
+    assert created.status_code == 201
+    replayed = create(client, "carolyns_dental", body, key="k")
+    assert (replayed.status_code, replayed.json()["id"]) == (201, created.json()["id"])
+    assert replayed.headers["idempotent-replayed"] == "true"
+
+
+def test_concurrent_duplicates_of_one_key_make_one_appointment_and_replay_it(client):
+    """IETF idempotency-key draft: duplicates wait for the first create and replay its 201."""
+    import concurrent.futures
+
+    body = booking()
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        answers = list(pool.map(lambda _: create(client, "carolyns_dental", body, key="dup"), range(6)))
+    assert [answer.status_code for answer in answers] == [201] * 6
+    assert len({answer.json()["id"] for answer in answers}) == 1
 
 
 def test_a_refused_create_releases_its_key_for_a_corrected_retry(client):
