@@ -36,7 +36,13 @@ from osbp.adapter.upstream import UpstreamResponse, UpstreamUnavailable
 from osbp.protocol.contract import AdapterResult, Failure
 from osbp.protocol.idempotency import IDEMPOTENCY_IN_PROGRESS
 from osbp.protocol.models import Problem
-from osbp.protocol.problems import INVALID_CUSTOMER, UPSTREAM_UNAVAILABLE, ProblemCode, problem
+from osbp.protocol.problems import (
+    INVALID_CUSTOMER,
+    UNTRANSLATABLE_PLATFORM_DATA,
+    UPSTREAM_UNAVAILABLE,
+    ProblemCode,
+    problem,
+)
 
 __all__ = [
     "INVALID_CUSTOMER",
@@ -71,7 +77,6 @@ PROVIDER_NOT_FOUND = "provider_not_found"
 PROVIDER_NOT_ELIGIBLE = "provider_not_eligible"
 #: The platform answered, but with a value OSBP cannot represent exactly: fail closed (OSBP spec, Money:
 #: an amount or currency that cannot be normalized is not safe to show, compare or book against).
-UNTRANSLATABLE_PLATFORM_DATA = "untranslatable_platform_data"
 
 T = TypeVar("T")
 logger = logging.getLogger("osbp.adapter")

@@ -28,17 +28,21 @@ from dataclasses import dataclass
 import anyio
 
 from osbp.protocol.approval import ApprovalGate, Approved, build_approval_summary, merchant_visible_name
+from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import Clock
 from osbp.protocol.contract import AdapterResult, Failure, Success
 from osbp.protocol.idempotency import (
+    IDEMPOTENCY_IN_PROGRESS,
     LOCAL_CACHE_REPLAY,
+    Claimed,
     Conflict,
     IdempotencyStore,
     InProgress,
+    Placing,
     Replay,
     booking_payload_hash,
 )
-from osbp.protocol.mandate import precheck_mandate, validate_mandate
+from osbp.protocol.mandate import check_requested_wall_clock, precheck_mandate, validate_mandate
 from osbp.protocol.models import (
     Booking,
     BookingCreateInput,
@@ -50,7 +54,7 @@ from osbp.protocol.models import (
     Service,
     Slot,
 )
-from osbp.protocol.port import BookingRequest, Offer, PlatformAdapter
+from osbp.protocol.port import OUTCOME_UNKNOWN, BookingRequest, Offer, PlatformAdapter
 from osbp.protocol.problems import INVALID_CUSTOMER, ProblemCode, problem
 
 __all__ = ["BookingPipeline", "receipt_text"]
@@ -69,17 +73,47 @@ _NEEDS_SERVICE_FACTS = frozenset(
 )
 
 
-def receipt_text(booking: Booking, request: BookingRequest, service_name: str, slot: Slot) -> str:
+def receipt_text(
+    booking: Booking,
+    request: BookingRequest,
+    service_name: str,
+    *,
+    provider_name: str | None = None,
+    zone: str | None = None,
+) -> str:
     """The human-readable receipt sentence (merchant-local date and time with the IANA zone)."""
     start = booking.starts_at_local or request.starts_at_local
-    zone = booking.schedule_timezone or slot.schedule_timezone
-    provider = f" with {slot.provider_name}" if slot.provider_name else ""
+    zone = booking.schedule_timezone or zone
+    provider = f" with {provider_name}" if provider_name else ""
     when = f"on {start[:10]} at {start[11:16]}{f' {zone}' if zone else ''}{provider}"
     if booking.status == "pending":
         return (
             f"Requested {service_name} {when}; the merchant must still approve it. Booking id: {booking.id}."
         )
     return f"Booked {service_name} {when}. Booking id: {booking.id}."
+
+
+#: The answer while an approved attempt's outcome at the platform is not known here yet.
+_UNSETTLED = problem(
+    IDEMPOTENCY_IN_PROGRESS,
+    "An approved booking.create with this idempotency_key was sent to the platform and its outcome is not "
+    "known here yet. Retry booking.create with the same payload, idempotency_key and approval to settle it; "
+    "do not start a new booking attempt for it.",
+    retryable=True,
+)
+
+
+def _authorizes(inp: BookingCreateInput, placing: Placing) -> bool:
+    """Whether the call carries the approval token that authorized the placed attempt."""
+    return inp.approval is not None and sha256_hex(inp.approval.token) == placing.token_hash
+
+
+@dataclass
+class _Attempt:
+    """How far one claimed attempt got: settled, and whether its platform outcome is known."""
+
+    settled: bool = False
+    outcome_known: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,53 +146,112 @@ class BookingPipeline:
     async def create(self, inp: BookingCreateInput) -> AdapterResult[Receipt]:
         """Run booking.create end to end (see the module docstring for the order)."""
         payload_hash = booking_payload_hash(inp)
-        replay = await self._idempotency.areplay(inp.idempotency_key, payload_hash)
-        if replay is not None:
-            return Success(replay, runtime=LOCAL_CACHE_REPLAY)
-        start_local = precheck_mandate(
-            inp, organization_id=self._adapter.organization_id, now=self._clock.now()
-        )
-        if isinstance(start_local, Problem):
-            return Failure(start_local)
+        earlier = await self._idempotency.apeek(inp.idempotency_key, payload_hash)
+        if isinstance(earlier, Replay):
+            return Success(earlier.receipt, runtime=LOCAL_CACHE_REPLAY)
+        if isinstance(earlier, Placing) and not _authorizes(inp, earlier):
+            return Failure(_UNSETTLED)
+        start_local: str | None = None
+        if earlier is None:
+            checked = precheck_mandate(
+                inp, organization_id=self._adapter.organization_id, now=self._clock.now()
+            )
+            if isinstance(checked, Problem):
+                return Failure(checked)
+            start_local = checked
         claim = await self._idempotency.aclaim(inp.idempotency_key, payload_hash)
         if isinstance(claim, Replay):
             return Success(claim.receipt, runtime=LOCAL_CACHE_REPLAY)
         if isinstance(claim, Conflict | InProgress):
             return Failure(claim.problem)
-        request = BookingRequest(inp, start_local)
-        settled = False
+        attempt = _Attempt()
         try:
-            bookable = await self._check(request)
-            if isinstance(bookable, Problem):
-                return Failure(bookable)
-            summary = build_approval_summary(
-                bookable.service,
-                bookable.slot,
-                bookable.policy,
-                bookable.customer,
-                customer_name=bookable.customer_name,
-            )
-            decision = await self._approvals.aevaluate(inp, summary)
-            if not isinstance(decision, Approved):
-                return Failure(decision)
-            booking = await self._adapter.place_booking(request, bookable.customer_name)
-            if isinstance(booking, Problem):
-                return Failure(booking)
-            receipt = Receipt(
-                id=request.receipt_id,
-                booking_id=booking.id,
-                text=receipt_text(booking, request, bookable.service.name, bookable.slot),
-            )
-            # The booking as the platform just reported it: booking.status's not-fresh fallback.
-            await self._idempotency.acomplete(claim.lease, receipt, booking)
-            settled = True
-            await self._approvals.amark_spent(decision.token)
-            return Success(receipt)
+            if claim.placing is not None:
+                if not _authorizes(inp, claim.placing):
+                    attempt.outcome_known = False
+                    return Failure(_UNSETTLED)
+                return await self._resume(inp, claim, claim.placing, attempt)
+            if start_local is None:  # the placed attempt settled its refusal meanwhile: start afresh
+                return Failure(_UNSETTLED)
+            return await self._first(BookingRequest(inp, start_local), claim, attempt)
         finally:
-            if not settled:
-                # Shielded: a cancelled call must still hand the key back so the attempt can be retried.
+            if not attempt.settled:
+                # Shielded: a cancelled call must still hand the key back so the attempt can be retried;
+                # an attempt that may have reached the platform stays marked, so the retry resumes it.
                 with anyio.CancelScope(shield=True):
-                    await self._idempotency.arelease(claim.lease)
+                    await self._idempotency.arelease(claim.lease, outcome_known=attempt.outcome_known)
+
+    async def _first(
+        self, request: BookingRequest, claim: Claimed, attempt: _Attempt
+    ) -> AdapterResult[Receipt]:
+        """A new attempt: every check on fresh platform facts, the gate, then the platform create."""
+        bookable = await self._check(request)
+        if isinstance(bookable, Problem):
+            return Failure(bookable)
+        summary = build_approval_summary(
+            bookable.service,
+            bookable.slot,
+            bookable.policy,
+            bookable.customer,
+            customer_name=bookable.customer_name,
+        )
+        decision = await self._approvals.aevaluate(request.input, summary)
+        if not isinstance(decision, Approved):
+            return Failure(decision)
+        context = {
+            "service_name": bookable.service.name,
+            "provider_name": bookable.slot.provider_name,
+            "schedule_timezone": bookable.slot.schedule_timezone,
+        }
+        await self._idempotency.amark_placing(claim.lease, decision.token, context)
+        return await self._place(request, bookable.customer_name, decision.token, context, claim, attempt)
+
+    async def _resume(
+        self, inp: BookingCreateInput, claim: Claimed, placing: Placing, attempt: _Attempt
+    ) -> AdapterResult[Receipt]:
+        """An approved attempt that may have reached the platform: send the same create again.
+
+        No availability re-check (the slot may be taken by this very attempt's appointment): the platform's
+        idempotency replays the appointment it made under the same key, or makes it now.
+        """
+        start_local = check_requested_wall_clock(inp.date, inp.time)
+        name = merchant_visible_name(inp.customer)
+        if isinstance(start_local, Problem) or name is None or inp.approval is None:  # it passed when placed
+            attempt.outcome_known = False
+            return Failure(_UNSETTLED)
+        request = BookingRequest(inp, start_local)
+        return await self._place(request, name, inp.approval.token, placing.context, claim, attempt)
+
+    async def _place(
+        self,
+        request: BookingRequest,
+        customer_name: str,
+        token: str,
+        context: dict[str, str | None],
+        claim: Claimed,
+        attempt: _Attempt,
+    ) -> AdapterResult[Receipt]:
+        attempt.outcome_known = False  # from here the platform may create the appointment
+        booking = await self._adapter.place_booking(request, customer_name)
+        if isinstance(booking, Problem):
+            attempt.outcome_known = booking.code not in OUTCOME_UNKNOWN
+            return Failure(booking)
+        receipt = Receipt(
+            id=request.receipt_id,
+            booking_id=booking.id,
+            text=receipt_text(
+                booking,
+                request,
+                context.get("service_name") or request.input.service_id,
+                provider_name=context.get("provider_name"),
+                zone=context.get("schedule_timezone"),
+            ),
+        )
+        # The booking as the platform just reported it: booking.status's not-fresh fallback.
+        await self._idempotency.acomplete(claim.lease, receipt, booking)
+        attempt.settled = True
+        await self._approvals.amark_spent(token)
+        return Success(receipt)
 
     async def _check(self, request: BookingRequest) -> _Bookable | Problem:
         offer = await self._adapter.resolve_booking(request)

@@ -1,8 +1,9 @@
 """Durable booking.create idempotency, keyed by ``idempotency_key`` and the payload hash.
 
-The booking pipeline (:mod:`osbp.protocol.booking`) asks :meth:`IdempotencyStore.replay` first (a settled
-key with this payload answers from here, before anything else), then, once the platform-free mandate
-steps passed, :meth:`IdempotencyStore.claim`:
+The booking pipeline (:mod:`osbp.protocol.booking`) asks :meth:`IdempotencyStore.peek` first: a settled key
+with this payload answers from here, before anything else, and an attempt already sent to the platform
+(:class:`Placing`) is resumed rather than re-checked. Otherwise, once the platform-free mandate steps
+passed, it calls :meth:`IdempotencyStore.claim`:
 
 * :class:`Replay` - the key already settled with this payload: return ``replay.receipt`` with
   :data:`LOCAL_CACHE_REPLAY` as ``osbp_runtime`` and make no platform call;
@@ -17,18 +18,29 @@ steps passed, :meth:`IdempotencyStore.claim`:
 
 Concurrent duplicates of one key (threads or processes sharing the file) are serialized by the row: one
 caller claims, the others poll until it settles (then they replay) or the wait runs out. A lease that
-outlives ``lease_ttl`` on the injected clock (a crashed holder) can be taken over. The payload hash is
+outlives ``lease_ttl`` on the injected clock (a crashed holder) can be taken over, and so, at once, can a
+lease whose owner (host, pid and the pid's start time) is a process on this host that no longer runs.
+
+Crash safety: before the platform create is sent the attempt is marked as placed
+(:meth:`IdempotencyStore.mark_placing`, with the hash of the approval token that authorized it). If the
+outcome is then unknown (no answer, a process killed), the mark stays, and a retry with the same key,
+payload and approval re-sends the same create under the same native idempotency key: the platform replays
+the appointment it made, or makes it now, so one logical create is one appointment. The payload hash is
 the canonical JSON of the booking.create input without the transient ``approval`` and
 ``verification_code`` (so it includes ``idempotency_key``): :func:`booking_payload_hash`.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import secrets
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 import anyio.to_thread
 
@@ -47,8 +59,10 @@ __all__ = [
     "IdempotencyStore",
     "InProgress",
     "Lease",
+    "Placing",
     "Replay",
     "booking_payload_hash",
+    "lease_owner",
 ]
 
 #: The adapter-specific, retryable code for "another call with this key is still in flight".
@@ -79,10 +93,26 @@ class Lease:
 
 
 @dataclass(frozen=True, slots=True)
+class Placing:
+    """An approved attempt under this key was sent to the platform and never settled: it may have booked.
+
+    ``token_hash`` is the SHA-256 of the approval token that authorized it; ``context`` what the receipt
+    needs (the service and provider names and the zone), so a resumed attempt answers the same receipt.
+    """
+
+    token_hash: str
+    context: dict[str, str | None]
+
+
+@dataclass(frozen=True, slots=True)
 class Claimed:
-    """This caller owns the attempt; it must ``complete`` or ``release`` the lease."""
+    """This caller owns the attempt; it must ``complete`` or ``release`` the lease.
+
+    ``placing`` is set when an earlier holder already sent this attempt to the platform.
+    """
 
     lease: Lease
+    placing: Placing | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +139,39 @@ class InProgress:
 ClaimOutcome = Claimed | Replay | Conflict | InProgress
 
 
+def _start_ticks(pid: int) -> str | None:
+    """When process ``pid`` started (Linux ``/proc``), so a reused pid is not mistaken for the holder."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split()[19]
+
+
+def lease_owner() -> str:
+    """This process as a lease owner: host, pid and the pid's start time."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}|{pid}|{_start_ticks(pid) or '-'}"
+
+
+def _provably_dead(owner: str | None) -> bool:
+    """Whether the holder is a process on this host that no longer runs (never guessed for another host)."""
+    if not owner:
+        return False
+    host, _, rest = owner.partition("|")
+    pid_text, _, started = rest.partition("|")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's
+    return started != "-" and _start_ticks(pid) not in (None, started)  # the pid was reused
+
+
 class IdempotencyStore:
     """Idempotency records in the shared OSBP state file."""
 
@@ -133,36 +196,46 @@ class IdempotencyStore:
         now = to_micros(self._clock.now())
         with self._state.write() as db:
             row = db.execute(
-                "SELECT payload_hash, state, receipt_json, lease_id, lease_expires FROM idempotency"
-                " WHERE key = ?",
+                "SELECT payload_hash, state, receipt_json, lease_id, lease_expires, lease_owner, placing_json"
+                " FROM idempotency WHERE key = ?",
                 (key,),
             ).fetchone()
+            placing: Placing | None = None
             if row is not None:
-                stored_hash, state, receipt_json, lease_id, lease_expires = row
+                stored_hash, state, receipt_json, lease_id, lease_expires, owner, placing_json = row
                 # A key stays bound to its first payload, whether that attempt settled, is in flight,
                 # or ended without creating (spec: the same key with a different payload conflicts).
                 if stored_hash != payload_hash:
                     return Conflict(problem(ProblemCode.IDEMPOTENCY_CONFLICT))
                 if state == "settled":
                     return Replay(Receipt.model_validate_json(receipt_json))
-                if lease_id is None and waited:
+                placing = _placing(placing_json)
+                if lease_id is None and waited and placing is None:
                     # The holder released without settling (its attempt failed): do not silently start
                     # a second platform attempt on its heels; the caller decides to retry.
                     return InProgress(
                         _in_progress("The earlier call with this idempotency_key did not complete")
                     )
-                if lease_id is not None and lease_expires > now:
+                if lease_id is not None and lease_expires > now and not _provably_dead(owner):
                     return None  # pending under a live lease: wait
-            # New, released, or held by a lease that expired (a crashed holder): this call takes it.
+            # New, released, or held by a crashed holder (lease expired, or its process is gone): take it.
             lease = Lease(key, payload_hash, secrets.token_hex(16))
             db.execute(
-                "INSERT INTO idempotency (key, payload_hash, state, lease_id, lease_expires, created_at,"
-                " updated_at) VALUES (?, ?, 'pending', ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET"
-                " lease_id = excluded.lease_id, lease_expires = excluded.lease_expires,"
-                " updated_at = excluded.updated_at",
-                (key, payload_hash, lease.lease_id, now + duration_micros(self._lease_ttl), now, now),
+                "INSERT INTO idempotency (key, payload_hash, state, lease_id, lease_expires, lease_owner,"
+                " created_at, updated_at) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE"
+                " SET lease_id = excluded.lease_id, lease_expires = excluded.lease_expires,"
+                " lease_owner = excluded.lease_owner, updated_at = excluded.updated_at",
+                (
+                    key,
+                    payload_hash,
+                    lease.lease_id,
+                    now + duration_micros(self._lease_ttl),
+                    lease_owner(),
+                    now,
+                    now,
+                ),
             )
-            return Claimed(lease)
+            return Claimed(lease, placing)
 
     def claim(self, key: str, payload_hash: str) -> ClaimOutcome:
         """Claim ``key`` for ``payload_hash``, waiting (bounded) while another caller holds it."""
@@ -211,28 +284,49 @@ class IdempotencyStore:
             ).fetchone()
         return None if row is None else Booking.model_validate_json(row[0])
 
-    def release(self, lease: Lease) -> None:
+    def mark_placing(self, lease: Lease, token: str, context: dict[str, str | None]) -> None:
+        """Record, before the platform create is sent, that this approved attempt may reach the platform.
+
+        From here until it settles, a retry of the key resumes the attempt (re-sends the same create,
+        which the platform replays if it had committed) instead of checking availability again.
+        """
+        now = to_micros(self._clock.now())
+        placing = json.dumps({"token_hash": sha256_hex(token), "context": context}, separators=(",", ":"))
+        with self._state.write() as db:
+            db.execute(
+                "UPDATE idempotency SET placing_json = ?, updated_at = ? WHERE key = ? AND lease_id = ?",
+                (placing, now, lease.key, lease.lease_id),
+            )
+
+    def release(self, lease: Lease, *, outcome_known: bool = True) -> None:
         """Give the key back without a receipt (the attempt failed or stopped before creating).
 
         The key stays bound to its payload: the same attempt may be retried under it, another may not.
+        ``outcome_known=False`` (the platform may have created the appointment: no answer, a broken
+        connection) keeps the attempt marked as placed, so the retry resumes it.
         """
         now = to_micros(self._clock.now())
+        clear = ", placing_json = NULL" if outcome_known else ""
         with self._state.write() as db:
             db.execute(
-                "UPDATE idempotency SET lease_id = NULL, lease_expires = NULL, updated_at = ?"
-                " WHERE key = ? AND lease_id = ? AND state = 'pending'",
+                f"UPDATE idempotency SET lease_id = NULL, lease_expires = NULL, lease_owner = NULL{clear},"  # noqa: S608  # constant fragment
+                " updated_at = ? WHERE key = ? AND lease_id = ? AND state = 'pending'",
                 (now, lease.key, lease.lease_id),
             )
 
-    def replay(self, key: str, payload_hash: str) -> Receipt | None:
-        """The receipt ``key`` settled with for exactly this payload, if it did (a read; claims nothing)."""
+    def peek(self, key: str, payload_hash: str) -> Replay | Placing | None:
+        """What this key holds for exactly this payload: a settled receipt, a placed attempt, or nothing."""
         with self._state.read() as db:
             row = db.execute(
-                "SELECT receipt_json FROM idempotency"
-                " WHERE key = ? AND payload_hash = ? AND state = 'settled'",
+                "SELECT state, receipt_json, placing_json FROM idempotency"
+                " WHERE key = ? AND payload_hash = ?",
                 (key, payload_hash),
             ).fetchone()
-        return None if row is None else Receipt.model_validate_json(row[0])
+        if row is None:
+            return None
+        if row[0] == "settled":
+            return Replay(Receipt.model_validate_json(row[1]))
+        return _placing(row[2])
 
     def settled_receipt(self, key: str) -> Receipt | None:
         """The settled receipt stored under ``key``, if any (a local snapshot, not platform state)."""
@@ -241,10 +335,6 @@ class IdempotencyStore:
                 "SELECT receipt_json FROM idempotency WHERE key = ? AND state = 'settled'", (key,)
             ).fetchone()
         return None if row is None else Receipt.model_validate_json(row[0])
-
-    async def areplay(self, key: str, payload_hash: str) -> Receipt | None:
-        """:meth:`replay` in a worker thread."""
-        return await anyio.to_thread.run_sync(self.replay, key, payload_hash)
 
     async def aclaim(self, key: str, payload_hash: str) -> ClaimOutcome:
         """:meth:`claim` in a worker thread."""
@@ -258,9 +348,24 @@ class IdempotencyStore:
         """:meth:`booking_snapshot` in a worker thread."""
         return await anyio.to_thread.run_sync(self.booking_snapshot, booking_id)
 
-    async def arelease(self, lease: Lease) -> None:
+    async def arelease(self, lease: Lease, *, outcome_known: bool = True) -> None:
         """:meth:`release` in a worker thread."""
-        await anyio.to_thread.run_sync(self.release, lease)
+        await anyio.to_thread.run_sync(lambda: self.release(lease, outcome_known=outcome_known))
+
+    async def apeek(self, key: str, payload_hash: str) -> Replay | Placing | None:
+        """:meth:`peek` in a worker thread."""
+        return await anyio.to_thread.run_sync(self.peek, key, payload_hash)
+
+    async def amark_placing(self, lease: Lease, token: str, context: dict[str, str | None]) -> None:
+        """:meth:`mark_placing` in a worker thread."""
+        await anyio.to_thread.run_sync(self.mark_placing, lease, token, context)
+
+
+def _placing(placing_json: str | None) -> Placing | None:
+    if placing_json is None:
+        return None
+    placed = json.loads(placing_json)
+    return Placing(token_hash=placed["token_hash"], context=placed["context"])
 
 
 def _in_progress(what: str) -> Problem:

@@ -22,6 +22,10 @@ Guarantees each booking method must give (docs/adapter.md explains them with a w
 * ``place_booking`` is idempotent per :attr:`BookingRequest.idempotency_key`: calling it again with the
   same key, after any outcome (an answer lost on the way back included), must never create a second
   appointment; send the platform's own idempotency key derived from it where the platform has one;
+* ``place_booking`` answers a code in :data:`OUTCOME_UNKNOWN` (``upstream_unavailable`` for no answer or a
+  broken connection, ``internal_adapter_error``, ``untranslatable_platform_data`` for an answer it cannot
+  read) whenever the platform may have created the appointment; any other Problem promises that it did
+  not. The core resumes an unknown outcome by calling ``place_booking`` again with the same request;
 * ``place_booking`` passes ``verification_code`` through to the platform untouched and never stores or
   logs it; a platform that wants verification answers ``requires_verification``.
 """
@@ -32,6 +36,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from osbp.protocol.contract import AdapterResult
+from osbp.protocol.idempotency import IDEMPOTENCY_IN_PROGRESS
 from osbp.protocol.models import (
     AvailabilityFindInput,
     Booking,
@@ -48,8 +53,19 @@ from osbp.protocol.models import (
     VerificationSendInput,
     VerificationVerifyInput,
 )
+from osbp.protocol.problems import UNTRANSLATABLE_PLATFORM_DATA, UPSTREAM_UNAVAILABLE, ProblemCode
 
-__all__ = ["BookingRequest", "Offer", "PlatformAdapter", "receipt_id"]
+__all__ = ["OUTCOME_UNKNOWN", "BookingRequest", "Offer", "PlatformAdapter", "receipt_id"]
+
+#: ``place_booking`` Problems after which the platform may still have created the appointment.
+OUTCOME_UNKNOWN = frozenset(
+    {
+        UPSTREAM_UNAVAILABLE,
+        UNTRANSLATABLE_PLATFORM_DATA,
+        ProblemCode.INTERNAL_ADAPTER_ERROR,
+        IDEMPOTENCY_IN_PROGRESS,
+    }
+)
 
 
 def receipt_id(idempotency_key: str) -> str:

@@ -15,6 +15,7 @@ __all__ = [
     "DEFAULT_MESSAGES",
     "INVALID_CUSTOMER",
     "RETRYABLE_CODES",
+    "UNTRANSLATABLE_PLATFORM_DATA",
     "UPSTREAM_UNAVAILABLE",
     "ProblemCode",
     "problem",
@@ -55,6 +56,8 @@ class ProblemCode(StrEnum):
 UPSTREAM_UNAVAILABLE = "upstream_unavailable"
 #: booking.create without the customer's name or a contact, which the core requires before approval.
 INVALID_CUSTOMER = "invalid_customer"
+#: The platform answered with a value OSBP cannot represent exactly: fail closed, not retryable.
+UNTRANSLATABLE_PLATFORM_DATA = "untranslatable_platform_data"
 
 
 #: Codes the spec marks retryable. ``requires_user_confirmation`` is retryable only in its challenge form

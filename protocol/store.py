@@ -32,7 +32,9 @@ CREATE TABLE IF NOT EXISTS idempotency (
     lease_id       TEXT,
     lease_expires  INTEGER,
     created_at     INTEGER NOT NULL,
-    updated_at     INTEGER NOT NULL
+    updated_at     INTEGER NOT NULL,
+    lease_owner    TEXT,
+    placing_json   TEXT
 );
 CREATE TABLE IF NOT EXISTS approvals (
     token          TEXT PRIMARY KEY,
@@ -50,6 +52,25 @@ CREATE TABLE IF NOT EXISTS booking_snapshots (
     recorded_at    INTEGER NOT NULL
 );
 """
+
+
+#: Columns added to a table after its first release: a file made by an older version gains them on open.
+_ADDED_COLUMNS = {"idempotency": ("lease_owner TEXT", "placing_json TEXT")}
+
+
+def _add_columns(connection: sqlite3.Connection) -> None:
+    """Give a file made by an older version the columns added since (checked and added in one transaction)."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for table, columns in _ADDED_COLUMNS.items():
+            present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+            for column in columns:
+                if column.split()[0] not in present:
+                    connection.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
 
 
 #: Serialises opening (journal mode and schema) among this process's threads.
@@ -81,6 +102,7 @@ class StateStore:
             # IMMEDIATE: the schema check and its creation are one write transaction, never a deferred
             # read that fails to upgrade when another opener got there first.
             connection.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+            _add_columns(connection)
 
     def _use_wal(self, connection: sqlite3.Connection) -> None:
         """Switch the file to WAL (persistent in the file), waiting out other openers.
