@@ -18,8 +18,10 @@ from osbp.protocol.idempotency import (
     Conflict,
     IdempotencyStore,
     InProgress,
+    Placing,
     Replay,
     booking_payload_hash,
+    lease_owner,
 )
 from osbp.protocol.models import Booking, BookingCreateInput, Receipt
 from osbp.protocol.store import StateStore
@@ -270,3 +272,55 @@ async def test_async_wrappers_claim_complete_and_release(store: IdempotencyStore
     assert isinstance(again, Claimed)
     await store.acomplete(again.lease, RECEIPT)
     assert await store.aclaim("idem_async", "h") == Replay(RECEIPT)
+
+
+def test_a_lease_held_by_a_process_that_no_longer_runs_is_taken_over_at_once(tmp_path: Path) -> None:
+    """Platform choice (crash safety): a provably dead holder is not waited out for the lease's TTL."""
+    import multiprocessing
+
+    store = IdempotencyStore(StateStore(tmp_path / "state.sqlite3"), wait_timeout_s=0.2)
+    claim = store.claim("idem_dead", "hash")
+    assert isinstance(claim, Claimed)
+    gone = multiprocessing.get_context("spawn").Process(target=int)
+    gone.start()
+    gone.join()
+    with StateStore(tmp_path / "state.sqlite3").write() as db:
+        owner = lease_owner().split("|")
+        db.execute(
+            "UPDATE idempotency SET lease_owner = ? WHERE key = 'idem_dead'", (f"{owner[0]}|{gone.pid}|-",)
+        )
+    assert isinstance(store.claim("idem_dead", "hash"), Claimed)
+    live = store.claim("idem_dead", "hash")  # now held by this (live) process: waited out, not taken
+    assert isinstance(live, InProgress)
+
+
+def test_an_attempt_marked_as_placed_survives_a_release_with_an_unknown_outcome(tmp_path: Path) -> None:
+    """Platform choice (crash safety): only a known refusal clears the placed mark; a resume needs it."""
+    store = IdempotencyStore(StateStore(tmp_path / "state.sqlite3"))
+    claim = store.claim("idem_placed", "hash")
+    assert isinstance(claim, Claimed)
+    store.mark_placing(claim.lease, "apv_token", {"service_name": "Cleaning"})
+    store.release(claim.lease, outcome_known=False)
+    placed = store.peek("idem_placed", "hash")
+    assert isinstance(placed, Placing)
+    assert placed.context == {"service_name": "Cleaning"}
+    again = store.claim("idem_placed", "hash")
+    assert isinstance(again, Claimed)
+    assert again.placing == placed
+    store.release(again.lease)
+    assert store.peek("idem_placed", "hash") is None
+
+
+def test_a_state_file_from_before_the_placed_mark_gains_its_columns(tmp_path: Path) -> None:
+    """Platform choice: an older state file keeps working after an upgrade (columns added on open)."""
+    import sqlite3
+
+    path = tmp_path / "old.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "CREATE TABLE idempotency (key TEXT PRIMARY KEY, payload_hash TEXT NOT NULL, state TEXT NOT NULL"
+            " CHECK (state IN ('pending', 'settled')), receipt_json TEXT, lease_id TEXT,"
+            " lease_expires INTEGER, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL)"
+        )
+    store = IdempotencyStore(StateStore(path))
+    assert isinstance(store.claim("idem_old", "hash"), Claimed)
