@@ -9,7 +9,9 @@ appointment) and the key must not be stuck.
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import signal
 import sqlite3
 import threading
@@ -77,6 +79,11 @@ def approved(server: StdioServer, arguments: dict[str, Any]) -> dict[str, Any]:
     """The preflight's challenge turned into the approved retry's arguments."""
     challenge = server.call(CREATE, arguments)
     assert challenge is not None
+    return approved_from(arguments, challenge)
+
+
+def approved_from(arguments: dict[str, Any], challenge: dict[str, Any]) -> dict[str, Any]:
+    """The approved retry's arguments, from a final-confirmation challenge."""
     assert challenge["problem"]["code"] == "requires_user_confirmation", challenge
     match = APPROVAL_TOKEN_PATTERN.search(challenge["problem"]["message"])
     assert match is not None
@@ -163,3 +170,99 @@ def test_a_platform_killed_before_its_commit_leaves_the_key_free(platform_db: Pa
             receipt = server.call(CREATE, arguments)
             assert receipt is not None
             assert_one_booking(receipt, key, second.base_url)
+
+
+#: Kill loop length: a handful in `make test`; OSBP_CRASH_LOOP=100 for the full run the closing note cites.
+LOOP = int(os.environ.get("OSBP_CRASH_LOOP", "6"))
+MOMENTS = (None, "after_claim", "before_post", "before_answer", "after_answer", "platform")
+
+
+def loop_args(key: str) -> dict[str, Any]:
+    """booking.create for the conformance organization, whose fixture slot takes repeated bookings."""
+    return {
+        "mandate": {
+            "id": "mnd_crash_loop",
+            "expires_at": "2030-05-31T23:59:59Z",
+            "allowed_actions": ["booking.create"],
+            "organization_id": "conformance_co",
+            "earliest_start": "2030-05-02T08:00:00",
+            "latest_end": "2030-05-02T18:00:00",
+            "max_price": {"amount_minor": 1_000_000, "currency": "USD"},
+        },
+        "idempotency_key": key,
+        "service_id": "conformance_fixed_usd",
+        "schedule_id": "conformance_main",
+        "provider_id": "conformance_provider_ada",
+        "date": "2030-05-02",
+        "time": "10:30",
+        "customer": {"display_name": "Casey Conformance", "phone": "+15555550142"},
+    }
+
+
+def test_kills_at_every_moment_never_duplicate_lose_or_strand_a_booking(
+    platform_db: Path, tmp_path: Path
+) -> None:
+    """OSBP spec, booking.create idempotency: through server and platform kills, each key books once."""
+    chooser = random.Random(20261201)
+    platform = PlatformProcess(db=str(platform_db), now=LOOP_NOW, enable_testing=True).start()
+    receipts: dict[str, str] = {}
+    kills = 0
+    try:
+        for index in range(LOOP):
+            key = f"idem-loop-{index:03d}"
+            moment = MOMENTS[index % len(MOMENTS)]  # every moment in turn; the platform's kill time varies
+            arguments = loop_args(key)
+            answer: dict[str, Any] | None = None
+            for attempt in range(6):
+                # Only the first attempt of a key is sabotaged; the retries run as an agent's would.
+                crash_at = moment if attempt == 0 and moment not in (None, "platform") else None
+                with StdioServer(loop_env(platform.base_url, tmp_path, crash_at)) as server:
+                    if "approval" not in arguments:
+                        challenge = server.call(CREATE, arguments)
+                        if challenge is None:
+                            kills += 1
+                            continue
+                        arguments = approved_from(arguments, challenge)
+                    killer = None
+                    if attempt == 0 and moment == "platform":
+                        killer = threading.Timer(
+                            chooser.uniform(0.0, 0.05), os.kill, (platform.pid, signal.SIGKILL)
+                        )
+                        killer.start()
+                    answer = server.call(CREATE, arguments)
+                    if killer is not None:
+                        killer.join()
+                if answer is not None and answer.get("ok"):
+                    break
+                kills += 1
+                if moment == "platform" and attempt == 0:
+                    platform.stop()
+                    platform = PlatformProcess(db=str(platform_db), now=LOOP_NOW, enable_testing=True).start()
+            assert answer is not None, f"{key} never answered"
+            assert answer["value"]["id"] == f"receipt_{key}", answer
+            receipts[key] = answer["value"]["booking_id"]
+
+    finally:
+        platform.stop()
+    with sqlite3.connect(platform_db) as db:
+        rows = db.execute(
+            "SELECT id, client_metadata FROM appointment WHERE organization_id = 'conformance_co'"
+        )
+        booked: dict[str, list[str]] = {}
+        for appointment_id, metadata in rows:
+            receipt = json.loads(metadata).get("osbp_receipt_id", "")
+            booked.setdefault(receipt.removeprefix("receipt_"), []).append(appointment_id)
+    assert {key: [booking] for key, booking in receipts.items()} == booked  # no duplicate, none missing
+    with sqlite3.connect(tmp_path / "state" / "osbp.sqlite3") as db:
+        states = db.execute("SELECT state, COUNT(*) FROM idempotency GROUP BY state").fetchall()
+    assert states == [("settled", LOOP)]  # no key stuck
+    print(f"crash loop: {LOOP} creates, {kills} retries after a kill, 0 duplicates, 0 missing, 0 stuck")  # noqa: T201
+
+
+LOOP_NOW = NOW.replace(year=2030, month=5, day=1)
+
+
+def loop_env(base_url: str, tmp_path: Path, crash_at: str | None) -> dict[str, str]:
+    """A server for the conformance organization on the loop's frozen instant."""
+    env = server_env(base_url, tmp_path, crash_at) | {"OSBP_ORGANIZATION_ID": "conformance_co"}
+    return env | {"OSBP_NOW": format_instant(LOOP_NOW)}
