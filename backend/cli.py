@@ -37,10 +37,19 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
+def _default(field: str) -> str:
+    """A field's default as a user would type it: `off` for a false switch, `none` for an empty list."""
+    default = BackendSettings.model_fields[field].default
+    if default is False:
+        return "off"
+    if isinstance(default, tuple):
+        return ",".join(default) or "none"
+    return str(default)
+
+
 def _help(field: str) -> str:
     info = BackendSettings.model_fields[field]
-    default = info.default
-    shown = "" if default is None else f" (default {'off' if default is False else default})"
+    shown = "" if info.default is None else f" (default {_default(field)})"
     return f"{info.description}{shown} [{env_var(field)}]"
 
 
@@ -75,7 +84,7 @@ def _source(field: str, args: argparse.Namespace) -> str:
         return flag(field) if given is True else f"{flag(field)} {given}"
     if env_var(field) in os.environ:
         return f"{env_var(field)}={os.environ[env_var(field)]}"
-    return f"{flag(field)} (default {BackendSettings.model_fields[field].default})"
+    return f"{flag(field)} (default {_default(field)})"
 
 
 def _describe(error: ValidationError, args: argparse.Namespace) -> str:
@@ -88,7 +97,7 @@ def _describe(error: ValidationError, args: argparse.Namespace) -> str:
         message = str(item["msg"])
         message = message[:1].lower() + message[1:]
         # Our own messages say what to do; pydantic's get the field's description as the hint.
-        own = item["type"] in {"non_loopback_host", "rfc3339_instant"}
+        own = item["type"] in {"non_loopback_host", "rfc3339_instant", "trusted_proxy"}
         hint = "" if own else f" ({BackendSettings.model_fields[field].description})"
         parts.append(f"{_source(field, args)}: {message}{hint}")
     return "; ".join(parts)

@@ -5,7 +5,8 @@ benchmark wants the opposite: a platform sharing the measuring process's interpr
 so the client's own work and the platform's queue behind each other and both look slower than they are.
 `PlatformProcess` starts `python -m osbp backend` with the given settings (passed as `OSBP_BACKEND_*`
 environment variables, always on an ephemeral loopback port), reads its one `ready` line for the base
-URL, and terminates it on exit. Nothing here imports the platform itself.
+URL, and terminates it on exit. Inherited `OSBP_BACKEND_*` variables are dropped: the process runs with
+exactly the settings given. Nothing here imports the platform itself.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def _env_value(value: Any) -> str:
         return "1" if value else "0"
     if isinstance(value, datetime):
         return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(item) for item in value)  # trusted_proxies: comma-separated, as on the CLI
     return str(value)
 
 
@@ -47,7 +50,9 @@ class PlatformProcess:
 
     def start(self) -> PlatformProcess:
         """Spawn the platform and wait for its ready line."""
-        env = dict(os.environ)
+        # Exactly the given settings: an OSBP_BACKEND_* variable of the calling shell (a trusted proxy, a
+        # quota) must not leak into the measured platform unseen.
+        env = {name: value for name, value in os.environ.items() if not name.startswith("OSBP_BACKEND_")}
         for name, value in self.settings.items():
             if value is not None:
                 env[f"OSBP_BACKEND_{name.upper()}"] = _env_value(value)

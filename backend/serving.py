@@ -18,6 +18,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from osbp.backend.app import create_app
+from osbp.backend.http_protocol import problem_protocol
 from osbp.backend.runtime import Runtime
 from osbp.backend.settings import BackendSettings
 
@@ -52,7 +53,15 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def uvicorn_config(app: FastAPI, **overrides: Any) -> uvicorn.Config:
-    """The uvicorn settings the platform runs with: our own Server header and JSON logs, no access log."""
+    """The uvicorn settings the platform runs with: our own Server header and JSON logs, no access log.
+
+    Proxy headers are believed only from the app's `trusted_proxies` (none by default): uvicorn's own
+    default trusts `X-Forwarded-For` from loopback, which would let any local client pick a fresh
+    rate-limit key per request. The HTTP protocol is always h11 with problem+json parse errors
+    (`http_protocol`), whatever else is installed, and there are no WebSockets.
+    """
+    runtime: Runtime = app.state.runtime
+    trusted = list(runtime.settings.trusted_proxies)
     options: dict[str, Any] = {
         "log_config": None,
         "log_level": "warning",
@@ -61,6 +70,10 @@ def uvicorn_config(app: FastAPI, **overrides: Any) -> uvicorn.Config:
         "lifespan": "off",
         "timeout_graceful_shutdown": 5,
         "backlog": 2048,
+        "proxy_headers": bool(trusted),
+        "forwarded_allow_ips": trusted,
+        "http": problem_protocol(runtime.tokens.request_id),
+        "ws": "none",
     } | overrides
     return uvicorn.Config(app, **options)
 

@@ -3,18 +3,19 @@
 Every knob the platform has lives here; the command line (`osbp backend`) derives one flag per field
 (`rate_limit_quota` → `--rate-limit-quota`, environment `OSBP_BACKEND_RATE_LIMIT_QUOTA`), so a message
 about a field can name the flag and the variable a user actually types. A non-loopback bind is refused
-unless `allow_non_loopback` says so explicitly.
+unless `allow_non_loopback` says so explicitly. Proxy headers (`X-Forwarded-For`) are believed only from
+the addresses in `trusted_proxies`, none by default, so a client cannot choose its own rate-limit key.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 __all__ = ["ENV_PREFIX", "BackendSettings", "LogLevel", "env_var", "flag", "is_loopback_host"]
 
@@ -62,6 +63,11 @@ class BackendSettings(BaseSettings):
     verification_send_window_seconds: int = Field(
         default=600, ge=1, description="code-send window in seconds"
     )
+    trusted_proxies: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(),
+        description="comma-separated proxy addresses or networks (127.0.0.1,10.0.0.0/8) whose "
+        "X-Forwarded-For names the client; none by default, so the peer address is the client",
+    )
     log_level: LogLevel = Field(default="INFO", description="stderr JSON log level")
 
     @field_validator("host")
@@ -96,6 +102,32 @@ class BackendSettings(BaseSettings):
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
         return None if value is None else value.astimezone(UTC)
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(item.strip() for item in value.split(",") if item.strip())
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        networks = []
+        for item in value:
+            try:
+                network = ipaddress.ip_network(item.strip(), strict=False)
+            except ValueError:
+                raise PydanticCustomError(
+                    "trusted_proxy",
+                    "'{item}' is not an IP address or network; list proxies as addresses or CIDR networks "
+                    "separated by commas, such as 127.0.0.1,10.0.0.0/8",
+                    {"item": item},
+                ) from None
+            # A single address stays an address (uvicorn compares it as one); a network keeps its prefix.
+            single = network.prefixlen == network.max_prefixlen
+            networks.append(str(network.network_address) if single else str(network))
+        return tuple(networks)
 
     @field_validator("log_level", mode="before")
     @classmethod

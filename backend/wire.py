@@ -1,15 +1,19 @@
 """The native API's wire shapes (pydantic): requests the platform accepts and documents it returns.
 
 This is the platform's own dialect: major-unit price strings, minutes, weekday 0 = Sunday, wall-clock
-`date`/`time` plus `time_zone`. Request models forbid unknown fields.
+`date`/`time` plus `time_zone`. Request models forbid unknown fields, and their strings refuse control
+characters (`PlainText`; phone and email are left to the contact checks, which refuse them as
+`invalid_contact`).
 """
 
 from __future__ import annotations
 
 from datetime import date as date_type
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from osbp.backend.text import PlainText
 
 __all__ = [
     "Address",
@@ -217,11 +221,19 @@ class CustomerIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    display_name: str = Field(min_length=1, max_length=200)
-    given_name: str | None = Field(default=None, max_length=100)
-    family_name: str | None = Field(default=None, max_length=100)
+    display_name: PlainText = Field(min_length=1, max_length=200)
+    given_name: PlainText | None = Field(default=None, max_length=100)
+    family_name: PlainText | None = Field(default=None, max_length=100)
     phone: str | None = Field(default=None, max_length=32)
     email: str | None = Field(default=None, max_length=320)
+
+
+def _keys_as_property_names(schema: dict[str, Any]) -> None:
+    # pydantic writes a key pattern as `patternProperties`, which leaves other keys unconstrained; the
+    # rule is on every key, which JSON Schema says with `propertyNames`.
+    for pattern, values in schema.pop("patternProperties", {}).items():
+        schema["propertyNames"] = {"pattern": pattern}
+        schema["additionalProperties"] = values
 
 
 class AppointmentCreate(BaseModel):
@@ -229,14 +241,16 @@ class AppointmentCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    service_id: str = Field(min_length=1, max_length=100)
-    location_id: str = Field(min_length=1, max_length=100)
-    provider_id: str = Field(min_length=1, max_length=100)
+    service_id: PlainText = Field(min_length=1, max_length=100)
+    location_id: PlainText = Field(min_length=1, max_length=100)
+    provider_id: PlainText = Field(min_length=1, max_length=100)
     date: str = Field(pattern=DATE_PATTERN, examples=["2026-05-05"])
     time: str = Field(pattern=TIME_PATTERN, examples=["13:00"])
     customer: CustomerIn
-    verification_code: str | None = Field(default=None, max_length=32)
-    metadata: dict[str, str] = Field(default_factory=dict, max_length=20)
+    verification_code: PlainText | None = Field(default=None, max_length=32)
+    metadata: dict[PlainText, PlainText] = Field(
+        default_factory=dict, max_length=20, json_schema_extra=_keys_as_property_names
+    )
 
     @field_validator("date")
     @classmethod
@@ -291,7 +305,7 @@ class VerificationSend(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    purpose: str = Field(min_length=1, max_length=200, examples=["booking:gus_notary"])
+    purpose: PlainText = Field(min_length=1, max_length=200, examples=["booking:gus_notary"])
     channel: Literal["sms", "email"] | None = None
     phone: str | None = Field(default=None, max_length=32)
     email: str | None = Field(default=None, max_length=320)

@@ -25,3 +25,18 @@ def test_platform_process_serves_on_loopback_with_its_settings_and_is_reaped_on_
             assert client.get("/_testing/clock").json() == {"now": "2030-05-01T12:00:00Z"}
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+@pytest.mark.integration
+def test_platform_process_runs_with_exactly_the_given_settings(monkeypatch):
+    """Platform choice: a list setting crosses as a comma list; the caller's OSBP_BACKEND_* do not leak in."""
+    monkeypatch.setenv("OSBP_BACKEND_ENABLE_TESTING", "1")
+    with (
+        PlatformProcess(db=":memory:", rate_limit_quota=1, trusted_proxies=("127.0.0.1", "::1")) as platform,
+        httpx2.Client(base_url=platform.base_url) as client,
+    ):
+        first = client.get("/health", headers={"X-Forwarded-For": "203.0.113.7"})
+        second = client.get("/health", headers={"X-Forwarded-For": "198.51.100.9"})
+        testing = client.get("/_testing/clock", headers={"X-Forwarded-For": "192.0.2.1"})
+    assert (first.status_code, second.status_code) == (200, 200)
+    assert testing.status_code == 404

@@ -194,3 +194,36 @@ def test_a_database_path_that_cannot_be_created_is_one_line_naming_the_db_flag(t
     assert result.stderr.startswith(f"osbp backend: --db {database}: cannot open the database: ")
     assert result.stderr.count("\n") == 1
     assert "Traceback" not in result.stderr
+
+
+def _statuses(base_url: str, forwarded_for: list[str | None]) -> list[int]:
+    """The status of one `GET /health` per entry, each with that `X-Forwarded-For` (None: no header)."""
+    with httpx2.Client(base_url=base_url) as client:
+        return [
+            client.get("/health", headers={} if sent is None else {"X-Forwarded-For": sent}).status_code
+            for sent in forwarded_for
+        ]
+
+
+def test_a_forged_x_forwarded_for_does_not_buy_a_fresh_rate_limit_quota():
+    """Platform choice: by default the rate-limit key is the TCP peer; proxy headers from it are ignored."""
+    with PlatformServer(make_settings(rate_limit_quota=2)) as server:
+        statuses = _statuses(server.base_url, [None, None, "203.0.113.7", "198.51.100.9", "::1", "10.0.0.1"])
+    assert statuses == [200, 200, 429, 429, 429, 429]
+
+
+def test_behind_a_trusted_proxy_the_forwarded_address_is_the_rate_limit_key():
+    """Platform choice: with `trusted_proxies` naming the peer, X-Forwarded-For names the client."""
+    settings = make_settings(rate_limit_quota=1, trusted_proxies="127.0.0.1")
+    with PlatformServer(settings) as server:
+        statuses = _statuses(server.base_url, ["203.0.113.7", "203.0.113.7", "198.51.100.9", None, None])
+    # Each forwarded client has its own window, and so has the proxy itself (no header).
+    assert statuses == [200, 429, 200, 200, 429]
+
+
+def test_a_proxy_outside_the_trusted_networks_is_not_believed():
+    """Platform choice: trust is per address: trusted networks that do not hold the peer change nothing."""
+    settings = make_settings(rate_limit_quota=1, trusted_proxies="10.0.0.0/8, 192.0.2.1")
+    with PlatformServer(settings) as server:
+        statuses = _statuses(server.base_url, [None, "203.0.113.7"])
+    assert statuses == [200, 429]

@@ -91,8 +91,22 @@ def _backend(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         (["--port"], "argument --port: expected one argument (see `osbp backend --help`)"),
         (["--host", PUBLIC], f"--host {PUBLIC}: refusing a non-loopback bind"),
         (["--bogus"], "unrecognized arguments: --bogus"),
+        (
+            ["--trusted-proxies", "127.0.0.1,proxy.local"],
+            "--trusted-proxies 127.0.0.1,proxy.local: 'proxy.local' is not an IP address or network; list",
+        ),
     ],
-    ids=["log-level", "now", "naive-now", "port-range", "port-text", "port-missing", "host", "unknown"],
+    ids=[
+        "log-level",
+        "now",
+        "naive-now",
+        "port-range",
+        "port-text",
+        "port-missing",
+        "host",
+        "unknown",
+        "trusted-proxies",
+    ],
 )
 def test_a_bad_flag_is_one_stderr_line_naming_the_flag_and_exit_2(args, expected):
     """Platform choice: a user mistake is one line naming the flag and what was wrong, never a traceback."""
@@ -136,3 +150,16 @@ def test_help_names_every_settings_field_as_a_flag_with_its_environment_variable
 def test_log_level_is_case_insensitive():
     """Platform choice: `--log-level debug` is the same as `DEBUG`, as in logging itself."""
     assert BackendSettings(log_level="debug").log_level == "DEBUG"
+
+
+def test_no_proxy_is_trusted_by_default():
+    """Platform choice: X-Forwarded-For is ignored unless a proxy is configured (the peer is the client)."""
+    assert BackendSettings().trusted_proxies == ()
+
+
+def test_trusted_proxies_are_a_comma_separated_list_of_addresses_or_networks(monkeypatch):
+    """Platform choice: `--trusted-proxies`/OSBP_BACKEND_TRUSTED_PROXIES take the same comma list."""
+    monkeypatch.setenv(env_var("trusted_proxies"), " 127.0.0.1, 10.0.0.0/8 ,::1,192.0.2.7/32,")
+    assert BackendSettings().trusted_proxies == ("127.0.0.1", "10.0.0.0/8", "::1", "192.0.2.7")
+    args = build_parser().parse_args(["--trusted-proxies", "10.1.2.3/8"])
+    assert settings_from_args(args).trusted_proxies == ("10.0.0.0/8",)
