@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 import anyio
@@ -284,6 +285,18 @@ class BookingPipeline:
                 INVALID_CUSTOMER,
                 "booking.create needs the customer's name (display_name, or given_name and family_name) "
                 "and a phone number or email address; the platform requires both.",
+            )
+        controlled = [
+            field
+            for field in ("display_name", "given_name", "family_name")
+            if any(unicodedata.category(char) == "Cc" for char in getattr(customer, field) or "")
+        ]
+        if controlled:
+            # A name the user cannot read in the summary must not reach the merchant (nor be approved).
+            return problem(
+                INVALID_CUSTOMER,
+                f"customer.{controlled[0]} contains a control character (such as a tab, newline or NUL); "
+                "send the name as plain text.",
             )
         return _Bookable(offer.service, offer.slot, offer.policy, customer, name)
 

@@ -389,3 +389,17 @@ async def test_concurrent_duplicates_of_one_approved_create_book_once(
     assert all(isinstance(result, Success) for result in results), results
     replays = [result for result in results if result.runtime is not None]
     assert len(replays) == 3
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("field", ["display_name", "given_name", "family_name"])
+async def test_a_control_character_in_a_name_is_invalid_customer_before_the_challenge(
+    core: OsbpCore, subject: Subject, field: str
+) -> None:
+    """OSBP spec, booking.create: the summary shows the merchant-visible name, so it must be plain text."""
+    arguments = _input(subject)
+    arguments["customer"] = arguments["customer"] | {field: "Casey\x07Conformance"}
+    result = await core.create_booking(BookingCreateInput.model_validate(arguments))
+    assert isinstance(result, Failure)
+    assert (result.problem.code, result.problem.retryable) == ("invalid_customer", False)
+    assert f"customer.{field}" in result.problem.message
