@@ -9,16 +9,20 @@ machine-directed retry instruction containing exactly ``approval.token="<token>"
 Token rules:
 
 * unguessable (``secrets`` by default; the source is injectable), issued for 10 minutes on the injected
-  clock and persisted in the shared state file beside the idempotency records;
+  clock and persisted in the shared state file beside the idempotency records, as its SHA-256 only
+  (:func:`~osbp.protocol.store.approval_token_hash`): the file never holds a token that could approve;
 * bound to the payload hash (:func:`~osbp.protocol.idempotency.booking_payload_hash`: the input without
   ``approval`` and ``verification_code``, so the idempotency_key is included) **and** to the SHA-256 of the
   summary text the user saw;
-* re-issued unchanged while unexpired for the same payload and summary (a repeated preflight returns the
-  same token); when the summary changes (price, policy text, names) the gate re-challenges with the fresh
-  summary and a fresh token, and earlier tokens of that payload stop working;
+* fresh on every challenge: a repeated preflight of the same payload and summary gets a new token, and the
+  earlier unspent tokens of that payload and summary stay valid until they expire (the user approved the
+  same facts, and an agent that retried a preflight whose answer it lost, or raced two, holds either);
+  when the summary changes (price, policy text, names) the gate re-challenges with the fresh summary and
+  a fresh token, and the tokens issued for another summary of that payload stop working;
 * never authorizes another payload or idempotency key (that payload gets its own challenge);
-* spent by :meth:`ApprovalGate.mark_spent` once the booking is created (replays are the idempotency
-  store's job). A spent, expired or foreign token gets a fresh challenge, never an approval.
+* spent by :meth:`ApprovalGate.mark_spent` once the booking is created, with every other token of that
+  payload (replays are the idempotency store's job). A spent, expired or foreign token gets a fresh
+  challenge, never an approval.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from osbp.protocol.idempotency import booking_payload_hash
 from osbp.protocol.models import BookingCreateInput, Customer, Money, Policy, Problem, Service, Slot
 from osbp.protocol.money import fixed_amount, format_display
 from osbp.protocol.problems import ProblemCode, problem
-from osbp.protocol.store import StateStore, duration_micros, to_micros
+from osbp.protocol.store import StateStore, approval_token_hash, duration_micros, to_micros
 from osbp.protocol.timeutil import parse_duration_minutes, parse_wall_clock
 
 __all__ = [
@@ -265,8 +269,9 @@ class ApprovalGate:
         with self._state.write() as db:
             if inp.approval is not None:
                 row = db.execute(
-                    "SELECT payload_hash, summary_hash, expires_at, spent_at FROM approvals WHERE token = ?",
-                    (inp.approval.token,),
+                    "SELECT payload_hash, summary_hash, expires_at, spent_at FROM approvals"
+                    " WHERE token_hash = ?",
+                    (approval_token_hash(inp.approval.token),),
                 ).fetchone()
                 if row is None or row[0] != payload_hash:
                     reason = "The approval token is not valid for this booking."
@@ -278,32 +283,37 @@ class ApprovalGate:
                     reason = "The booking details changed since the user approved them."
                 else:
                     return Approved(inp.approval.token)
-            existing = db.execute(
-                "SELECT token FROM approvals WHERE payload_hash = ? AND summary_hash = ? AND spent_at IS NULL"
-                " AND expires_at > ? ORDER BY issued_at DESC LIMIT 1",
-                (payload_hash, summary_hash, now),
-            ).fetchone()
-            if existing is not None:
-                return _challenge(summary, existing[0], reason)
-            # A new summary for this payload: older tokens of the payload must stop authorizing anything.
+            # The user is shown this summary now: tokens of the payload bound to another one must stop
+            # authorizing anything; those of this summary stay valid (the same facts were approved).
             db.execute(
-                "UPDATE approvals SET spent_at = ? WHERE payload_hash = ? AND spent_at IS NULL",
-                (now, payload_hash),
+                "UPDATE approvals SET spent_at = ? WHERE payload_hash = ? AND summary_hash != ?"
+                " AND spent_at IS NULL",
+                (now, payload_hash, summary_hash),
             )
             db.execute("DELETE FROM approvals WHERE expires_at < ?", (now - 86_400_000_000,))
             token = self._token_source()
             db.execute(
-                "INSERT INTO approvals (token, payload_hash, summary_hash, issued_at, expires_at)"
+                "INSERT INTO approvals (token_hash, payload_hash, summary_hash, issued_at, expires_at)"
                 " VALUES (?, ?, ?, ?, ?)",
-                (token, payload_hash, summary_hash, now, now + duration_micros(self._ttl)),
+                (
+                    approval_token_hash(token),
+                    payload_hash,
+                    summary_hash,
+                    now,
+                    now + duration_micros(self._ttl),
+                ),
             )
         return _challenge(summary, token, reason)
 
     def mark_spent(self, token: str) -> None:
-        """Spend ``token`` once the booking it approved has been created."""
+        """Spend ``token``, and every other token of its payload, once the booking it approved was created."""
         now = to_micros(self._clock.now())
         with self._state.write() as db:
-            db.execute("UPDATE approvals SET spent_at = ? WHERE token = ? AND spent_at IS NULL", (now, token))
+            db.execute(
+                "UPDATE approvals SET spent_at = ? WHERE spent_at IS NULL AND payload_hash ="
+                " (SELECT payload_hash FROM approvals WHERE token_hash = ?)",
+                (now, approval_token_hash(token)),
+            )
 
     async def aevaluate(self, inp: BookingCreateInput, summary: str) -> ApprovalDecision:
         """:meth:`evaluate` in a worker thread."""

@@ -6,10 +6,16 @@ shared safely by threads and processes: WAL journaling, a busy timeout, one shor
 operation, and every read-then-write transaction opened with ``BEGIN IMMEDIATE`` so two writers never
 interleave a check and its update. Times are stored as integer microseconds since the Unix epoch, taken
 from the injected clock by the callers.
+
+The file holds capabilities, so it is private: created ``0600`` (SQLite gives its ``-wal`` and ``-shm``
+files the same mode) in a directory created ``0700``, and it never holds an approval token in clear, only
+its :func:`approval_token_hash`. A file written before that rule is upgraded when opened.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import sqlite3
 import threading
 import time
@@ -18,7 +24,7 @@ from contextlib import closing, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-__all__ = ["DEFAULT_STATE_PATH", "StateStore", "duration_micros", "to_micros"]
+__all__ = ["DEFAULT_STATE_PATH", "StateStore", "approval_token_hash", "duration_micros", "to_micros"]
 
 #: Where the state file lives unless configured otherwise (relative to the working directory).
 DEFAULT_STATE_PATH = Path(".osbp/state/osbp.sqlite3")
@@ -37,7 +43,7 @@ CREATE TABLE IF NOT EXISTS idempotency (
     placing_json   TEXT
 );
 CREATE TABLE IF NOT EXISTS approvals (
-    token          TEXT PRIMARY KEY,
+    token_hash     TEXT PRIMARY KEY,
     payload_hash   TEXT NOT NULL,
     summary_hash   TEXT NOT NULL,
     issued_at      INTEGER NOT NULL,
@@ -58,15 +64,22 @@ CREATE TABLE IF NOT EXISTS booking_snapshots (
 _ADDED_COLUMNS = {"idempotency": ("lease_owner TEXT", "placing_json TEXT")}
 
 
+def _missing_columns(connection: sqlite3.Connection) -> list[tuple[str, str]]:
+    missing = []
+    for table, columns in _ADDED_COLUMNS.items():
+        present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+        missing += [(table, column) for column in columns if column.split()[0] not in present]
+    return missing
+
+
 def _add_columns(connection: sqlite3.Connection) -> None:
-    """Give a file made by an older version the columns added since (checked and added in one transaction)."""
+    """Give a file made by an older version the columns added since (checked again under the write lock)."""
+    if not _missing_columns(connection):
+        return  # the usual open: one cheap read, no write lock
     connection.execute("BEGIN IMMEDIATE")
     try:
-        for table, columns in _ADDED_COLUMNS.items():
-            present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
-            for column in columns:
-                if column.split()[0] not in present:
-                    connection.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+        for table, column in _missing_columns(connection):
+            connection.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
     except BaseException:
         connection.execute("ROLLBACK")
         raise
@@ -89,13 +102,45 @@ def duration_micros(delta: timedelta) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
+def approval_token_hash(token: str) -> str:
+    """What the state file keeps of an approval token: the hex SHA-256 of its UTF-8 bytes.
+
+    A plain hash is enough, no salt or slow KDF: tokens are 256 random bits, so there is no dictionary to
+    precompute and no search to slow down; the hash only has to be one-way, so a copy of the file (a
+    backup, another local user) cannot be replayed as approvals.
+    """
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _create_private(path: Path) -> None:
+    """Create the state file ``0600``, its directory ``0700`` when it makes it; tighten an existing file.
+
+    The open error (a directory in the way, no permission) propagates with the operating system's reason,
+    which SQLite alone would reduce to "unable to open database file".
+    """
+    directory = path.parent
+    if not directory.exists():
+        # exist_ok: another process may create it between the check and here.
+        directory.mkdir(parents=True, mode=0o700, exist_ok=True)
+        # mkdir's mode is filtered by the umask; the state directory is private regardless.
+        directory.chmod(0o700)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        # The open mode is filtered by the umask and ignored for an existing file (say one made 0644
+        # before this rule): enforce it, as the audit log does.
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
 class StateStore:
     """A handle on the state file; cheap to create, safe to share across threads and processes."""
 
     def __init__(self, path: str | Path = DEFAULT_STATE_PATH, *, busy_timeout_s: float = 10.0) -> None:
         self.path = Path(path)
         self.busy_timeout_s = busy_timeout_s
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _create_private(self.path)
         # Opening is serialised among this process's threads; other processes are waited out (below).
         with _OPEN_LOCK, closing(self._open()) as connection:
             self._use_wal(connection)
@@ -103,6 +148,7 @@ class StateStore:
             # read that fails to upgrade when another opener got there first.
             connection.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
             _add_columns(connection)
+            _hash_clear_tokens(connection)
 
     def _use_wal(self, connection: sqlite3.Connection) -> None:
         """Switch the file to WAL (persistent in the file), waiting out other openers.
@@ -145,3 +191,33 @@ class StateStore:
         """A connection for a single consistent read."""
         with closing(self._open()) as connection:
             yield connection
+
+
+def _hash_clear_tokens(connection: sqlite3.Connection) -> None:
+    """Upgrade an approvals table that kept tokens in clear (a ``token`` column) to token hashes.
+
+    Pending approvals keep working across the upgrade (an agent holding a token is not re-challenged).
+    The check runs under the write lock, so of several processes opening an old file one upgrades it.
+    ``secure_delete`` zeroes the freed pages and the checkpoint empties the WAL, so the clear tokens do
+    not linger in the file's free space (best effort for the WAL: a reader still holding an old snapshot
+    keeps the checkpoint from truncating it; the next checkpoint overwrites those frames).
+    """
+    if not _keeps_clear_tokens(connection):
+        return  # every file this version wrote: one cheap read, no write lock
+    connection.execute("PRAGMA secure_delete=ON")
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        # Checked again under the write lock: another process may have upgraded the file meanwhile.
+        if _keeps_clear_tokens(connection):
+            connection.execute("ALTER TABLE approvals RENAME COLUMN token TO token_hash")
+            connection.create_function("osbp_token_hash", 1, approval_token_hash, deterministic=True)
+            connection.execute("UPDATE approvals SET token_hash = osbp_token_hash(token_hash)")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _keeps_clear_tokens(connection: sqlite3.Connection) -> bool:
+    return any(row[1] == "token" for row in connection.execute("PRAGMA table_info(approvals)"))

@@ -10,6 +10,7 @@ checked against it as well.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -58,6 +59,13 @@ def _unreadable(path: Path, error: OSError) -> str:
     return f"cannot read the audit log {path}: {(error.strerror or str(error)).lower()}"
 
 
+def _shown(event_id: str) -> str:
+    """An event id as it can be printed on one line: a forged line's id may hold a newline or be huge."""
+    if event_id.isprintable() and len(event_id) <= 80:
+        return event_id
+    return json.dumps(event_id[:80])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `osbp audit ...`; returns the process exit status."""
     try:
@@ -81,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(f"ok: {report.lines} events, {how}, head {report.head}\n")
         return 0
     broken = report.first_break
-    event = f" (event {broken.event_id})" if broken.event_id else ""
+    event = f" (event {_shown(broken.event_id)})" if broken.event_id else ""
     sys.stdout.write(
         f"broken: line {broken.line}{event}: {broken.reason}\n"
         f"the {report.lines} lines before it are intact (head {report.head})\n"

@@ -5,14 +5,22 @@ of its content, its ``input_hash``/``result_hash`` match its snapshots, and its 
 previous line's ``hash`` (the genesis hash for line 1). An edited line fails its own hash; a deleted,
 inserted or reordered line fails the link to its predecessor. Given the log's key, every line must also
 carry the ``mac`` of its hash under that key, so a log rewritten and re-hashed without the key fails too.
+
+Lines are parsed strictly, as the writer writes them: UTF-8 I-JSON (RFC 7493) objects. A duplicated key
+is refused rather than resolved (a lenient parser keeps the last value, so a forged line could carry a
+``hash`` or ``result`` that verifies after one that a different reader would take), and so are NaN and
+Infinity, numbers beyond a double, lone surrogates and a byte-order mark: text the writer never produces
+and that has no canonical hash.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from osbp.protocol.canonical import sha256_hex
 from osbp.server.audit import GENESIS_HASH, record_hash, record_mac
@@ -51,11 +59,62 @@ def verify_lines(lines: list[bytes], key: bytes | None = None) -> ChainReport:
     return ChainReport(report.lines, report.head, report.first_break, authenticated=key is not None)
 
 
+class _NotStrictJson(ValueError):
+    """A line that parses leniently but is not the strict JSON the writer writes; the message says why."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    record: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in record:
+            # json.dumps: the key is forged text, so it is shown escaped (one line) and cut short.
+            raise _NotStrictJson(f"the key {json.dumps(name)[:60]} appears twice")
+        record[name] = value
+    return record
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotStrictJson(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotStrictJson(f"the number {text[:40]} does not fit a double")
+    return value
+
+
+def _lone_surrogate(value: object) -> bool:
+    """Whether a string anywhere in ``value`` (a key too) holds a lone surrogate: not Unicode text."""
+    if isinstance(value, str):
+        return not value.isascii() and any(0xD800 <= ord(char) <= 0xDFFF for char in value)
+    if isinstance(value, dict):
+        return any(_lone_surrogate(name) or _lone_surrogate(item) for name, item in value.items())
+    if isinstance(value, list):
+        return any(_lone_surrogate(item) for item in value)
+    return False
+
+
+def _parse(raw: bytes) -> object:
+    """The line's JSON value, or :class:`ValueError` naming why it is not the writer's strict JSON."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _NotStrictJson("it is not UTF-8 text") from None
+    value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite)
+    if _lone_surrogate(value):
+        raise _NotStrictJson("a string holds a lone surrogate, which is not Unicode text")
+    return value
+
+
 def _verify_lines(lines: list[bytes], key: bytes | None) -> ChainReport:
     previous = GENESIS_HASH
     for number, raw in enumerate(lines, start=1):
         try:
-            record = json.loads(raw)
+            record = _parse(raw)
+        except _NotStrictJson as error:
+            broken = ChainBreak(number, None, f"the line is not strict JSON: {error}")
+            return ChainReport(number - 1, previous, broken)
         except ValueError:
             return ChainReport(number - 1, previous, ChainBreak(number, None, "the line is not JSON"))
         if not isinstance(record, dict):
@@ -73,7 +132,11 @@ def _line_problem(record: dict[str, object], previous: str, key: bytes | None) -
     stored = record.get("hash")
     if not isinstance(stored, str):
         return "the line has no hash"
-    if record_hash(record) != stored:
+    try:
+        computed = record_hash(record)
+    except ValueError as error:  # rfc8785 refuses what I-JSON excludes, e.g. an integer beyond 2**53 - 1
+        return f"the line is not I-JSON, so it has no canonical hash: {error}"
+    if computed != stored:
         return "the line was edited: its content does not match its hash"
     if key is not None:
         mac = record.get("mac")

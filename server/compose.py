@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -87,10 +86,8 @@ def compose(settings: ServerSettings) -> Composition | str:
     state_path = settings.adapter.state_path
     try:
         # The state file the adapter will open, opened here first so a bad path fails before serving.
-        # Created by hand first (private, like the audit log) so a failure carries the operating
-        # system's reason; SQLite alone would only say "unable to open database file".
-        state_path.parent.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(state_path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+        # The store creates it by hand, private (0600 in a 0700 directory, like the audit log), so a
+        # failure carries the operating system's reason rather than SQLite's "unable to open database".
         StateStore(state_path)
     except (OSError, sqlite3.Error) as error:
         return _cannot_create("the state file", state_path, error, _leaf(("adapter", "state_path")))

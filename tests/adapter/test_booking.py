@@ -26,6 +26,7 @@ from osbp.protocol.models import (
     PolicyExplainInput,
     VerificationSendInput,
 )
+from osbp.protocol.store import approval_token_hash
 from osbp.protocol.upstream import capture_upstream
 from tests.support.reference import (
     CLEANING,
@@ -516,7 +517,9 @@ async def test_token_is_spent_after_success(adapter: OsbpCore, state_path: Path)
     token = token_of(await adapter.create_booking(inp))
     value_of(await adapter.create_booking(approved(inp, token)))
     with sqlite3.connect(state_path) as db:
-        spent = db.execute("SELECT spent_at FROM approvals WHERE token = ?", (token,)).fetchone()
+        spent = db.execute(
+            "SELECT spent_at FROM approvals WHERE token_hash = ?", (approval_token_hash(token),)
+        ).fetchone()
     assert spent is not None
     assert spent[0] is not None
 

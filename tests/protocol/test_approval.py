@@ -294,15 +294,43 @@ def test_first_call_is_challenged_with_summary_then_exact_token_instruction(gate
     assert summary_at < token_at
 
 
-def test_approved_retry_passes_and_token_is_reused_while_unexpired(
+def test_repeated_preflight_gets_a_fresh_token_and_the_earlier_one_still_approves(
     gate: ApprovalGate, clock: FixedClock
 ) -> None:
-    """A repeated preflight gets the same token; the approved retry passes (OSBP spec, booking.create)."""
-    token = challenge_token(gate.evaluate(create_input(), SUMMARY))
+    """A repeated preflight of the same facts issues a new token (only hashes are stored, so the old one
+    cannot be re-sent); either approves, as the user saw the same summary (platform choice)."""
+    first = challenge_token(gate.evaluate(create_input(), SUMMARY))
     clock.advance(timedelta(minutes=5))
-    assert challenge_token(gate.evaluate(create_input(), SUMMARY)) == token
-    result = gate.evaluate(approved(create_input(), token), SUMMARY)
-    assert result == Approved(token)
+    second = challenge_token(gate.evaluate(create_input(), SUMMARY))
+    assert (first, second) == ("tok1", "tok2")
+    assert gate.evaluate(approved(create_input(), first), SUMMARY) == Approved(first)
+    assert gate.evaluate(approved(create_input(), second), SUMMARY) == Approved(second)
+
+
+def test_an_earlier_token_of_a_repeated_preflight_still_expires_on_its_own_clock(
+    gate: ApprovalGate, clock: FixedClock
+) -> None:
+    """A repeated preflight does not extend an earlier token's ten minutes (OSBP spec: reference TTL)."""
+    first = challenge_token(gate.evaluate(create_input(), SUMMARY))
+    clock.advance(timedelta(minutes=5))
+    second = challenge_token(gate.evaluate(create_input(), SUMMARY))
+    clock.advance(timedelta(minutes=5))
+    result = gate.evaluate(approved(create_input(), first), SUMMARY)
+    assert isinstance(result, Problem)
+    assert "expired" in result.message
+    assert gate.evaluate(approved(create_input(), second), SUMMARY) == Approved(second)
+
+
+def test_spending_one_token_spends_every_token_of_that_payload(gate: ApprovalGate) -> None:
+    """Once the booking is created no token of its payload approves again (OSBP spec, booking.create)."""
+    first = challenge_token(gate.evaluate(create_input(), SUMMARY))
+    second = challenge_token(gate.evaluate(create_input(), SUMMARY))
+    other = challenge_token(gate.evaluate(create_input(idempotency_key="idem_2"), SUMMARY))
+    gate.mark_spent(second)
+    result = gate.evaluate(approved(create_input(), first), SUMMARY)
+    assert isinstance(result, Problem)
+    assert "already used" in result.message
+    assert gate.evaluate(approved(create_input(idempotency_key="idem_2"), other), SUMMARY) == Approved(other)
 
 
 def test_verification_code_does_not_change_the_bound_payload(gate: ApprovalGate) -> None:

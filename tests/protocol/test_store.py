@@ -1,17 +1,26 @@
-"""The state file's opening: WAL and schema set up safely while other threads and processes open it too."""
+"""The state file's opening: WAL and schema set up safely while other threads and processes open it too;
+private modes, and no approval token in clear, on a fresh file and on one written before that rule."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import threading
 from collections import Counter
 from contextlib import closing
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from osbp.protocol.store import StateStore
+from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN, ApprovalGate, Approved
+from osbp.protocol.canonical import sha256_hex
+from osbp.protocol.clock import FixedClock
+from osbp.protocol.idempotency import booking_payload_hash
+from osbp.protocol.models import BookingCreateInput, Problem
+from osbp.protocol.store import StateStore, approval_token_hash, duration_micros, to_micros
 from tests.support.processes import spawn_together
 
 TABLES = {"approvals", "booking_snapshots", "idempotency"}
@@ -101,3 +110,161 @@ def test_processes_opening_a_fresh_file_together_all_succeed(tmp_path: Path) -> 
     path = tmp_path / "fresh.sqlite3"
     assert spawn_together(_open_in_process, str(path), 6) == {"ok": 6}
     assert tables_and_mode(path) == (TABLES, "wal")
+
+
+# --- Secrets at rest --------------------------------------------------------------------------------
+
+NOW = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
+CREATE = BookingCreateInput.model_validate(
+    {
+        "mandate": {
+            "id": "mnd_1",
+            "expires_at": "2026-07-31T23:59:59Z",
+            "allowed_actions": ["booking.create"],
+            "organization_id": "org_1",
+        },
+        "idempotency_key": "idem_1",
+        "service_id": "svc_1",
+        "schedule_id": "sch_1",
+        "provider_id": "prov_1",
+        "date": "2026-07-07",
+        "time": "09:00",
+        "customer": {"display_name": "Jane Customer"},
+    }
+)
+
+
+def approved(token: str) -> BookingCreateInput:
+    return BookingCreateInput.model_validate(
+        {**CREATE.to_wire(), "approval": {"confirmed": True, "token": token}}
+    )
+
+
+def challenged_token(result: Approved | Problem) -> str:
+    assert isinstance(result, Problem)
+    found = APPROVAL_TOKEN_PATTERN.search(result.message)
+    assert found is not None
+    return found.group(1)
+
+
+def on_disk(path: Path) -> bytes:
+    """Every byte SQLite keeps for the state file: the database, its WAL, shared memory and journal."""
+    siblings = [path, *(path.with_name(path.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+    return b"".join(sibling.read_bytes() for sibling in siblings if sibling.exists())
+
+
+def another_reader(path: Path) -> sqlite3.Connection:
+    """A connection kept open, as another server's would be: SQLite then leaves the WAL in place."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("SELECT count(*) FROM approvals").fetchone()
+    return connection
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_state_file_never_holds_an_issued_token_only_its_hash(tmp_path: Path) -> None:
+    """OSBP spec, Security and Privacy: durable secrets are never stored in clear (a copy of the file
+    cannot be replayed as approvals); issued, approved and spent, the token is not in any of its files."""
+    path = tmp_path / "state.sqlite3"
+    gate = ApprovalGate(StateStore(path), clock=FixedClock(NOW))
+    with closing(another_reader(path)):
+        token = challenged_token(gate.evaluate(CREATE, "Book it."))
+        assert gate.evaluate(approved(token), "Book it.") == Approved(token)
+        gate.mark_spent(token)
+        assert path.with_name(path.name + "-wal").stat().st_size > 0
+        stored = on_disk(path)
+    assert approval_token_hash(token).encode() in stored  # the bytes checked are the live ones
+    assert token.encode() not in stored
+
+
+def test_a_fresh_state_file_is_private_in_a_private_directory(tmp_path: Path) -> None:
+    """OSBP spec, Security and Privacy: the file holds capabilities; 0600 in a 0700 directory, its WAL
+    and shared-memory files too, whatever the umask lets through (platform choice, as the audit log)."""
+    path = tmp_path / "new" / "state" / "osbp.sqlite3"
+    previous = os.umask(0o022)
+    try:
+        gate = ApprovalGate(StateStore(path), clock=FixedClock(NOW))
+        with closing(another_reader(path)):
+            gate.evaluate(CREATE, "Book it.")
+            modes = {name: mode(path.with_name(name)) for name in os.listdir(path.parent)}
+    finally:
+        os.umask(previous)
+    assert mode(path.parent) == 0o700
+    assert modes == {"osbp.sqlite3": 0o600, "osbp.sqlite3-wal": 0o600, "osbp.sqlite3-shm": 0o600}
+
+
+def test_an_existing_state_file_readable_by_others_is_made_private(tmp_path: Path) -> None:
+    """A file created 0644 before this rule is tightened on opening; an existing directory, which the
+    operator chose (it may be shared), is left alone (OSBP spec, Security and Privacy)."""
+    path = tmp_path / "state.sqlite3"
+    path.touch(mode=0o644)
+    path.chmod(0o644)
+    tmp_path.chmod(0o755)
+    StateStore(path)
+    assert mode(path) == 0o600
+    assert mode(tmp_path) == 0o755
+
+
+OLD_APPROVALS = (
+    "CREATE TABLE approvals (token TEXT PRIMARY KEY, payload_hash TEXT NOT NULL, summary_hash TEXT NOT NULL,"
+    " issued_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, spent_at INTEGER)"
+)
+
+
+def old_state_file(path: Path, *tokens: str) -> None:
+    """A state file as the previous version wrote it: WAL, pending tokens in clear in ``approvals.token``."""
+    issued = to_micros(NOW)
+    expires = issued + duration_micros(timedelta(minutes=10))
+    payload, summary = booking_payload_hash(CREATE), sha256_hex("Book it.")
+    with closing(sqlite3.connect(path, isolation_level=None)) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(OLD_APPROVALS)
+        db.execute("CREATE INDEX approvals_by_payload ON approvals (payload_hash, summary_hash)")
+        db.executemany(
+            "INSERT INTO approvals VALUES (?, ?, ?, ?, ?, NULL)",
+            [(token, payload, summary, issued, expires) for token in tokens],
+        )
+
+
+def test_an_old_state_file_is_upgraded_and_its_pending_tokens_still_approve(tmp_path: Path) -> None:
+    """Upgrading keeps an unspent approval working (the agent holding it is not re-challenged), but
+    only its hash stays: not in the table, the free pages or the WAL (OSBP spec, Security and Privacy)."""
+    path = tmp_path / "state.sqlite3"
+    pending, spent = "apv_" + "p" * 43, "apv_" + "s" * 43
+    old_state_file(path, pending, spent)
+    assert pending.encode() in on_disk(path)
+    gate = ApprovalGate(StateStore(path), clock=FixedClock(NOW))
+    gate.mark_spent(spent)  # spends both: the same payload
+    with closing(sqlite3.connect(path)) as db:
+        columns = [row[1] for row in db.execute("PRAGMA table_info(approvals)")]
+        hashes = {row[0] for row in db.execute("SELECT token_hash FROM approvals")}
+    assert "token" not in columns
+    assert hashes == {approval_token_hash(pending), approval_token_hash(spent)}
+    stored = on_disk(path)
+    assert pending.encode() not in stored
+    assert spent.encode() not in stored
+    result = gate.evaluate(approved(pending), "Book it.")
+    assert isinstance(result, Problem)
+    assert "already used" in result.message
+
+
+def test_a_pending_token_of_an_old_state_file_approves_after_the_upgrade(tmp_path: Path) -> None:
+    """The upgrade hashes the clear tokens rather than dropping them (platform choice)."""
+    path = tmp_path / "state.sqlite3"
+    token = "apv_" + "t" * 43
+    old_state_file(path, token)
+    gate = ApprovalGate(StateStore(path), clock=FixedClock(NOW))
+    assert gate.evaluate(approved(token), "Book it.") == Approved(token)
+
+
+def test_an_upgraded_state_file_opens_again_unchanged(tmp_path: Path) -> None:
+    """Opening an upgraded file is a no-op: the upgrade never hashes a hash (platform choice)."""
+    path = tmp_path / "state.sqlite3"
+    token = "apv_" + "t" * 43
+    old_state_file(path, token)
+    StateStore(path)
+    StateStore(path)
+    gate = ApprovalGate(StateStore(path), clock=FixedClock(NOW))
+    assert gate.evaluate(approved(token), "Book it.") == Approved(token)

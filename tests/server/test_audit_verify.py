@@ -272,3 +272,99 @@ def test_a_short_key_is_a_usage_error(log_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "at least 32 characters" in err
     assert "too-short" not in err
+
+
+# --- Strict parsing --------------------------------------------------------------------------------
+
+
+def prepend_member(path: Path, number: int, member: str) -> None:
+    """Put ``member`` first in line ``number``'s object, before the key it duplicates (a hand forgery)."""
+
+    def forge(raw):
+        assert raw[number - 1].startswith("{")
+        raw[number - 1] = "{" + member + "," + raw[number - 1][1:]
+        return raw
+
+    rewrite(path, forge)
+
+
+@pytest.mark.parametrize(
+    ("number", "member", "key"),
+    [
+        (3, '"result":{"ok":true,"value":[{"id":"slot_forged"}]}', "result"),
+        (5, '"hash":"' + "0" * 64 + '"', "hash"),
+        (2, '"prev_hash":"' + "f" * 64 + '"', "prev_hash"),
+    ],
+    ids=["a forged result", "a forged hash on the last line", "a forged link"],
+)
+def test_a_duplicated_key_is_refused_although_its_last_value_verifies(log_path, capsys, number, member, key):
+    """OSBP spec, Audit (tamper-evident): a lenient parser keeps the last value, so a forged first one would
+    pass while a first-wins reader shows it; the verifier refuses duplicated keys (RFC 8259 §4, I-JSON)."""
+    head = json.loads(log_path.read_text().splitlines()[number - 2])["hash"]
+    prepend_member(log_path, number, member)
+    assert main(["verify", str(log_path)]) == 1
+    assert capsys.readouterr().out == (
+        f'broken: line {number}: the line is not strict JSON: the key "{key}" appears twice\n'
+        f"the {number - 1} lines before it are intact (head {head})\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("member", "reason"),
+    [
+        ('"note":NaN', "NaN is not a JSON number"),
+        ('"note":-Infinity', "-Infinity is not a JSON number"),
+        ('"note":1e999', "the number 1e999 does not fit a double"),
+        ('"note":"\\ud800"', "a string holds a lone surrogate, which is not Unicode text"),
+        ('"\\udfff":1', "a string holds a lone surrogate, which is not Unicode text"),
+    ],
+    ids=["NaN", "Infinity", "an overflowing number", "a lone surrogate", "a lone surrogate in a key"],
+)
+def test_text_that_is_not_i_json_is_named_on_its_line(log_path, capsys, member, reason):
+    """RFC 7493 (I-JSON), which the writer's canonical hash needs: no constants, no infinities, no lone
+    surrogates; such a line is one named break, never a traceback (platform choice)."""
+    prepend_member(log_path, 2, member)
+    assert main(["verify", str(log_path)]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == f"broken: line 2: the line is not strict JSON: {reason}"
+
+
+def test_an_integer_beyond_i_json_is_named_on_its_line(log_path, capsys):
+    """RFC 7493 §2.2: integers beyond 2**53 - 1 have no canonical form; a break, not a traceback."""
+    prepend_member(log_path, 4, '"note":12345678901234567890')
+    assert main(["verify", str(log_path)]) == 1
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(
+        "broken: line 4 (event aud_4): the line is not I-JSON, so it has no canonical hash"
+    )
+
+
+def test_a_line_that_is_not_utf8_is_named(log_path):
+    """RFC 8259 §8.1: JSON text exchanged between systems is UTF-8; other bytes are a named break."""
+    lines = log_path.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b'"availability.find"', b'"availability.find\xff"')
+    log_path.write_bytes(b"\n".join(lines))
+    report = verify_chain(log_path)
+    assert report.first_break is not None
+    assert (report.first_break.line, report.first_break.reason) == (
+        2,
+        "the line is not strict JSON: it is not UTF-8 text",
+    )
+
+
+def test_a_forged_event_id_cannot_break_the_one_line_verdict(log_path, capsys):
+    """Platform choice: the verdict names the event, escaped, so a newline in a forged id is no new line."""
+
+    def forge(raw):
+        record = json.loads(raw[1])
+        record["id"] = "aud_2\nok: 5 events, chain intact"
+        raw[1] = json.dumps(record, separators=(",", ":"))
+        return raw
+
+    rewrite(log_path, forge)
+    assert main(["verify", str(log_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2
+    assert out[0] == (
+        'broken: line 2 (event "aud_2\\nok: 5 events, chain intact"): '
+        "the line was edited: its content does not match its hash"
+    )
