@@ -2,8 +2,10 @@
 
 This is the adapter's whole view of the platform's API surface (docs/backend-api.md), on top of the one
 HTTP helper :class:`~osbp.adapter.upstream.Upstream`. Non-success answers and transport failures are
-mapped by :mod:`osbp.adapter.problems`; a body that does not match the documented shape is
-``internal_adapter_error`` (logged by field path only: bodies may carry customer data).
+mapped by :mod:`osbp.adapter.problems`; an id outside Bookwell's grammar (:mod:`osbp.adapter.ids`) is
+answered with its not-found Problem before any request, so no id can reach another route; a body that
+does not match the documented shape is ``internal_adapter_error`` (logged by field path only: bodies
+may carry customer data).
 
 Version provenance: Bookwell pins versions with a dated request header, ``Bookwell-Version``; the adapter
 sends ``2026-04-01`` (the current version in the platform's API reference) on every request.
@@ -16,6 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from osbp.adapter.ids import is_platform_id
 from osbp.adapter.native import (
     NativeAppointment,
     NativeAvailability,
@@ -25,7 +28,7 @@ from osbp.adapter.native import (
     NativeServiceList,
     NativeVerificationSent,
 )
-from osbp.adapter.problems import from_response, internal_error, unavailable
+from osbp.adapter.problems import from_response, internal_error, not_found, unavailable
 from osbp.adapter.upstream import Upstream, UpstreamOutcome, UpstreamUnavailable
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.models import PlatformIdentity, Problem
@@ -54,6 +57,14 @@ M = TypeVar("M", bound=NativeModel)
 def native_idempotency_key(organization_id: str, idempotency_key: str) -> str:
     """The platform Idempotency-Key for an OSBP key: stable, visible ASCII, scoped to the organization."""
     return "osbp-" + sha256_hex({"organization_id": organization_id, "idempotency_key": idempotency_key})[:48]
+
+
+def _malformed(**ids: str | None) -> Problem | None:
+    """The not-found Problem of the first given id outside Bookwell's grammar (the platform's own order)."""
+    for native_code, value in ids.items():
+        if value is not None and not is_platform_id(value):
+            return not_found(native_code)
+    return None
 
 
 def _error_paths(exc: ValidationError) -> list[str]:
@@ -112,12 +123,21 @@ class BookwellApi:
 
     async def service(self, service_id: str) -> NativeService | Problem:
         """``GET …/services/{service_id}``: one service with its policy."""
+        if malformed := _malformed(service_not_found=service_id):
+            return malformed
         return await self._call(NativeService, "GET", _SERVICE, service_id=service_id)
 
     async def availability(
         self, *, service_id: str, date: str, location_id: str | None = None, provider_id: str | None = None
     ) -> NativeAvailability | Problem:
         """``GET …/availability`` (deprecated upstream, still the only availability endpoint)."""
+        malformed = _malformed(
+            service_not_found=service_id,
+            location_not_found=location_id or None,
+            provider_not_found=provider_id or None,
+        )
+        if malformed:
+            return malformed
         params = {"service_id": service_id, "date": date}
         if location_id:
             params["location_id"] = location_id
@@ -127,6 +147,8 @@ class BookwellApi:
 
     async def appointment(self, appointment_id: str) -> NativeAppointment | Problem:
         """``GET …/appointments/{id}``: the appointment's current state."""
+        if malformed := _malformed(appointment_not_found=appointment_id):
+            return malformed
         return await self._call(NativeAppointment, "GET", _APPOINTMENT, appointment_id=appointment_id)
 
     async def send_verification(self, body: dict[str, Any]) -> NativeVerificationSent | Problem:

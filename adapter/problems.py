@@ -13,6 +13,7 @@
 | 404 ``location_not_found`` | ``schedule_not_found`` | no |
 | 404 ``provider_not_found`` | ``provider_not_found`` | no |
 | 404 ``organization_not_found`` | ``organization_not_found`` (configuration) | no |
+| an id outside the grammar of :mod:`osbp.adapter.ids` (no request sent) | its kind's not-found | no |
 | 422 ``provider_not_eligible`` | ``provider_not_eligible`` | no |
 | 400 ``invalid_contact``, or ``invalid_request`` on a customer field | ``invalid_customer`` | no |
 | 400 ``invalid_purpose`` | ``invalid_verification_purpose`` | no |
@@ -61,6 +62,7 @@ __all__ = [
     "at_edge",
     "from_response",
     "internal_error",
+    "not_found",
     "unavailable",
 ]
 
@@ -104,6 +106,11 @@ _NOT_FOUND: dict[str, Problem] = {
         PROVIDER_NOT_FOUND, "The platform has no such provider for this organization."
     ),
 }
+
+
+def not_found(native_code: str) -> Problem:
+    """The OSBP Problem the platform's 404 ``native_code`` maps to (``service_not_found`` and the rest)."""
+    return _NOT_FOUND[native_code].model_copy()
 
 
 def unavailable(outcome: UpstreamUnavailable) -> Problem:
@@ -178,7 +185,7 @@ def from_response(response: UpstreamResponse) -> Problem:
             f"The booking platform is rate limiting requests; back off and retry.{_retry_after(response)}",
         )
     if code in _NOT_FOUND:
-        return _NOT_FOUND[code].model_copy()
+        return not_found(code)
     if code == "provider_not_eligible":
         return problem(
             PROVIDER_NOT_ELIGIBLE,

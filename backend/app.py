@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from osbp.backend.api import ROUTERS
 from osbp.backend.headers import PLATFORM_SERVER, PlatformEdge
+from osbp.backend.paths import PathSegments
 from osbp.backend.problems import Problem, ProblemError, problem_response
 from osbp.backend.runtime import Runtime
 from osbp.backend.settings import BackendSettings
@@ -82,5 +83,7 @@ def create_app(
     app.add_exception_handler(ProblemError, _raised_problem)
     app.add_exception_handler(RequestValidationError, _validation_problem)
     app.add_exception_handler(StarletteHTTPException, _http_problem)
+    # Inside the edge, so a refused path still gets the request id, the pin echo and the rate limit.
+    app.add_middleware(PathSegments)
     app.add_middleware(PlatformEdge, runtime=runtime)
     return app

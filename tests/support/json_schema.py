@@ -24,18 +24,26 @@ _HANDLED = frozenset(
 )
 
 
-def from_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
-    """Values valid against ``schema`` (a whole published schema document, ``$defs`` included)."""
-    return _strategy(schema, schema.get("$defs", {}))
+def from_schema(
+    schema: dict[str, Any], *, strings: st.SearchStrategy[str] | None = None
+) -> st.SearchStrategy[Any]:
+    """Values valid against ``schema`` (a whole published schema document, ``$defs`` included).
+
+    ``strings`` replaces the default for free strings (no ``pattern``, ``enum`` or ``const``): a fuzz
+    passes hostile values there; it is filtered to the schema's ``minLength``.
+    """
+    return _strategy(schema, schema.get("$defs", {}), strings)
 
 
-def _strategy(node: dict[str, Any], defs: dict[str, Any]) -> st.SearchStrategy[Any]:
+def _strategy(
+    node: dict[str, Any], defs: dict[str, Any], strings: st.SearchStrategy[str] | None = None
+) -> st.SearchStrategy[Any]:
     unknown = set(node) - _ANNOTATIONS - _HANDLED
     if unknown:
         raise NotImplementedError(f"no strategy for schema keywords {sorted(unknown)}")
     if "$ref" in node:
         name = node["$ref"].removeprefix("#/$defs/")
-        return _strategy(defs[name], defs)
+        return _strategy(defs[name], defs, strings)
     if "const" in node:
         return st.just(node["const"])
     if "enum" in node:
@@ -43,17 +51,21 @@ def _strategy(node: dict[str, Any], defs: dict[str, Any]) -> st.SearchStrategy[A
     kind = node.get("type")
     if kind == "object":
         assert node.get("additionalProperties") is False, "OSBP objects are closed"
-        properties = {key: _strategy(value, defs) for key, value in node.get("properties", {}).items()}
+        members = node.get("properties", {}).items()
+        properties = {key: _strategy(value, defs, strings) for key, value in members}
         required = set(node.get("required", []))
         return st.fixed_dictionaries(
             {key: value for key, value in properties.items() if key in required},
             optional={key: value for key, value in properties.items() if key not in required},
         )
     if kind == "array":
-        return st.lists(_strategy(node["items"], defs), max_size=3)
+        return st.lists(_strategy(node["items"], defs, strings), max_size=3)
     if kind == "string":
         if "pattern" in node:
             return st.from_regex(node["pattern"], fullmatch=True)
+        if strings is not None:
+            shortest = node.get("minLength", 0)
+            return strings.filter(lambda value: len(value) >= shortest)
         return st.text(min_size=node.get("minLength", 0), max_size=24)
     if kind == "integer":
         return st.integers(min_value=node.get("minimum"), max_value=node.get("maximum"))
