@@ -15,6 +15,7 @@ The protocol core (:mod:`osbp.protocol.booking`) runs every rule; this module on
 from __future__ import annotations
 
 import asyncio
+import unicodedata
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -35,8 +36,12 @@ V = TypeVar("V")
 
 
 def _metadata_value(value: str) -> str:
-    # An over-long id is recorded by its hash rather than truncated into something that looks real.
-    return value if len(value) <= _METADATA_VALUE_MAX else "sha256:" + sha256_hex(value)
+    # An id the platform cannot store as it is (over-long, or holding a control character, which Bookwell
+    # refuses in metadata) is recorded by its hash rather than cut into something that looks real.
+    plain = len(value) <= _METADATA_VALUE_MAX and not any(
+        unicodedata.category(char) == "Cc" for char in value
+    )
+    return value if plain else "sha256:" + sha256_hex(value)
 
 
 async def _guarded(work: Callable[[], Awaitable[V | Problem]]) -> V | Problem:

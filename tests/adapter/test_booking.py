@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from osbp.adapter.bookwell import native_idempotency_key
+from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.contract import Success
 from osbp.protocol.core import OsbpCore
@@ -681,3 +682,13 @@ async def test_a_fee_of_unknown_amount_is_omitted_from_the_policy_and_refuses_th
     assert "no-show fee" in refused.problem.message
     assert 'approval.token="' not in refused.problem.message
     assert platform.create_requests() == 0
+
+
+async def test_a_mandate_id_with_a_control_character_is_recorded_by_its_hash(
+    platform: Platform, adapter: OsbpCore
+) -> None:
+    """Platform choice: Bookwell refuses control characters in metadata; the id is recorded by its hash."""
+    odd = "mnd\x07bell"
+    receipt = value_of(await book(adapter, create_input(mandate=mandate(id=odd))))
+    native = platform.appointment(ORG, receipt.booking_id)
+    assert native["metadata"]["mandate_id"] == "sha256:" + sha256_hex(odd)
