@@ -16,6 +16,7 @@
 | an id outside the grammar of :mod:`osbp.adapter.ids` (no request sent) | its kind's not-found | no |
 | 422 ``provider_not_eligible`` | ``provider_not_eligible`` | no |
 | 400 ``invalid_contact``, or ``invalid_request`` on a customer field | ``invalid_customer`` | no |
+| 400 ``invalid_request`` on ``verification_code`` | ``verification_failed`` | no |
 | 400 ``invalid_purpose`` | ``invalid_verification_purpose`` | no |
 | 5xx, timeout, refused or broken connection | ``upstream_unavailable`` | yes |
 | data OSBP cannot represent exactly (a price, currency, weekday) | ``untranslatable_platform_data`` | no |
@@ -200,6 +201,12 @@ def from_response(response: UpstreamResponse) -> Problem:
             INVALID_CUSTOMER,
             f"The platform rejected the customer's contact details{where}: it needs a display name and an "
             "E.164 phone number (plus sign, country code, number) or a valid email address.",
+        )
+    if code == "invalid_request" and any(error.field == "body.verification_code" for error in native.errors):
+        return problem(
+            ProblemCode.VERIFICATION_FAILED,
+            "The platform rejected the verification code's form (it must be the code exactly as the customer "
+            "received it). Ask the customer for the code again, or call verification.send for a new one.",
         )
     if code == "invalid_purpose":
         return problem(

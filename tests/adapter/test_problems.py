@@ -80,6 +80,11 @@ def response(
             False,
         ),
         (response(400, "invalid_purpose"), "invalid_verification_purpose", False),
+        (
+            response(400, "invalid_request", errors=[{"field": "body.verification_code", "message": "bad"}]),
+            "verification_failed",
+            False,
+        ),
         (response(500, "internal_error"), "upstream_unavailable", True),
         (response(502), "upstream_unavailable", True),
         (response(503), "upstream_unavailable", True),
