@@ -82,12 +82,14 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _loads(line: str) -> tuple[bool, Any]:
-    """(True, value) when ``line`` is JSON by RFC 8259 (lone surrogates allowed), else (False, None)."""
+def _loads(line: str) -> tuple[str | None, Any]:
+    """``(None, value)`` when ``line`` is JSON by RFC 8259 (lone surrogates allowed), else the reason."""
     try:
-        return True, json.loads(line, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        return False, None
+        return None, json.loads(line, parse_constant=_reject_constant)
+    except RecursionError:
+        return "too_deep", None
+    except ValueError:
+        return "not_json", None
 
 
 def _is_i_json(value: Any) -> bool:
@@ -134,9 +136,9 @@ def screen(line: str) -> Rejection | None:
         not_json = any(detail["type"] == "json_invalid" for detail in error.errors())
     else:
         return None
-    parsed, value = _loads(line)
-    if not parsed:
-        return Rejection(PARSE_ERROR, "not_json", None)
+    unreadable, value = _loads(line)
+    if unreadable is not None:
+        return Rejection(PARSE_ERROR, unreadable, None)
     if not_json:
         reason = "too_deep" if _is_i_json(value) else "lone_surrogate"
         return Rejection(PARSE_ERROR, reason, _request_id(value))
