@@ -132,8 +132,10 @@ async def serve(adapter: BookingAdapter, audit: AuditLog, clock: Clock | None = 
             await group.start(_stop_on_signals, group.cancel_scope)
             where = {"platform": adapter.platform.to_wire(), "audit": str(audit.path)}
             logger.info("serving_stdio", extra=where)
-            stdin = cast("anyio.AsyncFile[str]", StdinLines(sys.stdin.fileno()))  # duck-typed: only iterated
-            async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+            stdin = StdinLines(sys.stdin.fileno())
+            # duck-typed: the SDK only iterates it
+            async with stdio_server(stdin=cast("anyio.AsyncFile[str]", stdin)) as (read_stream, write_stream):
+                stdin.answer_through(write_stream)  # lines the SDK cannot read are answered on its writer
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             group.cancel_scope.cancel()
     finally:

@@ -516,3 +516,112 @@ async def test_every_server_stderr_line_is_a_json_object_with_the_shared_keys(
     assert by_event["serving_stdio"]["platform"] == {"vendor": "bookwell", "api_version": "2026-04-01"}
     assert by_event["serving_stdio"]["audit"] == str(s.audit_path)
     assert by_event["upstream_endpoint_deprecated"]["logger"] == "osbp.adapter.lifecycle"
+
+
+def initialize(request_id: int) -> dict[str, Any]:
+    """A raw JSON-RPC initialize request."""
+    params = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-test", "version": "0"},
+    }
+    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params}
+
+
+#: Lines the MCP SDK's parser rejects, as a host writes them, each with the error code and id it must get.
+UNREADABLE: list[tuple[str, int, int | str | None]] = [
+    # A cut emoji from a JavaScript host: the high half of a surrogate pair, escaped, with nothing after.
+    (
+        json.dumps(call(10, "osbp_service_describe", {"service_id": "HOLE"})).replace("HOLE", "\\ud83d"),
+        -32700,
+        10,
+    ),
+    (
+        json.dumps(call(11, "osbp_service_describe", {"service_id": "HOLE"})).replace(
+            '"HOLE"', "[" * 300 + "]" * 300
+        ),
+        -32700,
+        11,
+    ),
+    ("this is not json", -32700, None),
+    ('{"jsonrpc": "2.0", "id": 12, "method": "tools/list"', -32700, None),
+    ("{}", -32600, None),
+    ('{"jsonrpc": "2.0", "id": "r-13", "method": "tools/list", "params": "x"}', -32600, "r-13"),
+    ('{"jsonrpc": "1.0", "id": 14, "method": "tools/list"}', -32600, 14),
+    (f"[{json.dumps({'jsonrpc': '2.0', 'id': 15, 'method': 'tools/list'})}]", -32600, None),
+    ('{"jsonrpc": "2.0", "method": 16, "params": "bar"}', -32600, None),
+]
+
+
+def test_every_line_the_sdk_cannot_read_is_answered_and_the_server_keeps_serving(
+    platform: PlatformServer, tmp_path: Path
+):
+    """JSON-RPC 2.0 §5, §5.1: every request gets a response, -32700 for text that is not (I-)JSON and
+    -32600 for JSON that is no request, with its id when readable, else null; a valid notification
+    (§4.1) gets none; a valid request on the same process still works afterwards."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "osbp.server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=server_env(platform.base_url, tmp_path),
+        cwd=tmp_path,
+    )
+    try:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        stdin, stdout = process.stdin, process.stdout
+        lines: queue.Queue[str] = queue.Queue()
+
+        def pump() -> None:
+            for line in stdout:
+                lines.put(line)
+
+        threading.Thread(target=pump, daemon=True).start()
+
+        def exchange(line: str) -> dict[str, Any]:
+            stdin.write(line + "\n")
+            stdin.flush()
+            reply = json.loads(lines.get(timeout=60))
+            assert isinstance(reply, dict)
+            return reply
+
+        # Before the session exists: the SDK's writer is only just starting.
+        assert exchange("\x00garbage") == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32700, "message": "Parse error: the line is not JSON"},
+        }
+        assert exchange(json.dumps(initialize(1)))["id"] == 1
+        stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+        answered = [(exchange(line), code, request_id) for line, code, request_id in UNREADABLE]
+        # A valid JSON-RPC notification MCP cannot take (array params) is not answered: the next line
+        # read is the answer to the request written after it.
+        stdin.write(f'{{"jsonrpc": "2.0", "method": "notifications/{EMAIL}", "params": [1]}}\n')
+        after = exchange('{"jsonrpc": "2.0", "id": 17}')
+        tools = exchange(json.dumps({"jsonrpc": "2.0", "id": 18, "method": "tools/list"}))
+        stdin.close()
+        stderr = process.stderr.read() if process.stderr else ""
+        assert process.wait(timeout=60) == 0, stderr
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
+    for reply, code, request_id in answered:
+        assert (reply["jsonrpc"], reply["id"], reply["error"]["code"]) == ("2.0", request_id, code), reply
+    assert (after["id"], after["error"]["code"]) == (17, -32600)
+    assert tools["id"] == 18
+    assert len(tools["result"]["tools"]) == 8
+    logged = [line for line in json_lines(stderr) if line["event"] == "jsonrpc_request_rejected"]
+    assert [(line["code"], line["id"]) for line in logged] == [
+        (-32700, None),
+        *((code, request_id) for _, code, request_id in UNREADABLE),
+        (-32600, None),
+        (-32600, 17),
+    ]
+    assert [line["answered"] for line in logged].count(False) == 1
+    assert EMAIL not in stderr  # the log never carries the line
