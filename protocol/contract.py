@@ -30,7 +30,7 @@ from osbp.protocol.models import (
     VerificationVerifyInput,
 )
 
-__all__ = ["AdapterResult", "BookingAdapter", "Failure", "Success"]
+__all__ = ["AdapterResult", "BookingAdapter", "Failure", "PlatformTools", "Success"]
 
 T = TypeVar("T")
 
@@ -55,8 +55,8 @@ AdapterResult: TypeAlias = Success[T] | Failure
 
 
 @runtime_checkable
-class BookingAdapter(Protocol):
-    """The seven-method OSBP adapter contract plus a static platform identity and ``aclose``."""
+class PlatformTools(Protocol):
+    """What every adapter answers itself: the identity, the read and verification tools, status, close."""
 
     @property
     def platform(self) -> PlatformIdentity:
@@ -83,14 +83,19 @@ class BookingAdapter(Protocol):
         """verification.verify."""
         ...
 
-    async def create_booking(self, inp: BookingCreateInput) -> AdapterResult[Receipt]:
-        """booking.create (mandate validation, approval gate and idempotency included)."""
-        ...
-
     async def get_booking(self, inp: BookingStatusInput) -> AdapterResult[Booking]:
         """booking.status."""
         ...
 
     async def aclose(self) -> None:
         """Release the adapter's resources (HTTP client, stores)."""
+        ...
+
+
+@runtime_checkable
+class BookingAdapter(PlatformTools, Protocol):
+    """The spec's seven-method adapter contract (what the server exposes): the tools plus booking.create."""
+
+    async def create_booking(self, inp: BookingCreateInput) -> AdapterResult[Receipt]:
+        """booking.create (mandate validation, approval gate and idempotency included)."""
         ...

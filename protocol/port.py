@@ -35,23 +35,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from osbp.protocol.contract import AdapterResult
+from osbp.protocol.contract import PlatformTools
 from osbp.protocol.idempotency import IDEMPOTENCY_IN_PROGRESS
 from osbp.protocol.models import (
-    AvailabilityFindInput,
     Booking,
     BookingCreateInput,
-    BookingStatusInput,
-    PlatformIdentity,
     Policy,
-    PolicyExplainInput,
     Problem,
     Service,
-    ServiceDescribeInput,
     Slot,
-    VerificationChallenge,
-    VerificationSendInput,
-    VerificationVerifyInput,
 )
 from osbp.protocol.problems import UNTRANSLATABLE_PLATFORM_DATA, UPSTREAM_UNAVAILABLE, ProblemCode
 
@@ -123,41 +115,16 @@ class Offer:
 
 
 @runtime_checkable
-class PlatformAdapter(Protocol):
-    """What an integrator implements for one platform (the core adds every OSBP rule around it)."""
+class PlatformAdapter(PlatformTools, Protocol):
+    """What an integrator implements for one platform (the core adds every OSBP rule around it).
 
-    @property
-    def platform(self) -> PlatformIdentity:
-        """The static platform identity recorded into audit events."""
-        ...
+    The tools of :class:`~osbp.protocol.contract.PlatformTools` (booking.status is current platform state:
+    the core adds the snapshot fallback), plus the organization and booking.create's two port methods.
+    """
 
     @property
     def organization_id(self) -> str:
         """The one organization this adapter serves (the mandate's organization scope)."""
-        ...
-
-    async def describe_service(self, inp: ServiceDescribeInput) -> AdapterResult[Service]:
-        """service.describe."""
-        ...
-
-    async def find_availability(self, inp: AvailabilityFindInput) -> AdapterResult[list[Slot]]:
-        """availability.find."""
-        ...
-
-    async def explain_policy(self, inp: PolicyExplainInput) -> AdapterResult[Policy]:
-        """policy.explain."""
-        ...
-
-    async def send_verification(self, inp: VerificationSendInput) -> AdapterResult[VerificationChallenge]:
-        """verification.send."""
-        ...
-
-    async def verify_code(self, inp: VerificationVerifyInput) -> AdapterResult[VerificationChallenge]:
-        """verification.verify."""
-        ...
-
-    async def get_booking(self, inp: BookingStatusInput) -> AdapterResult[Booking]:
-        """booking.status: current platform state (the core adds the snapshot fallback)."""
         ...
 
     async def resolve_booking(self, request: BookingRequest) -> Offer | Problem:
@@ -166,8 +133,4 @@ class PlatformAdapter(Protocol):
 
     async def place_booking(self, request: BookingRequest, customer_name: str) -> Booking | Problem:
         """Create the appointment (idempotent per ``request.idempotency_key``) and translate it."""
-        ...
-
-    async def aclose(self) -> None:
-        """Release the adapter's resources (HTTP client)."""
         ...
