@@ -124,6 +124,19 @@ async def stdio_session(
             yield Session(client, tmp_path / "audit" / "events.jsonl", stderr_path, stray=stray)
 
 
+def raw_server(base_url: str, tmp_path: Path) -> subprocess.Popen[str]:
+    """`python -m osbp.server` with raw pipes, for tests that write JSON-RPC lines themselves."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "osbp.server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=server_env(base_url, tmp_path),
+        cwd=tmp_path,
+    )
+
+
 def token_of(envelope: dict[str, Any]) -> str:
     """The approval token of a final-confirmation challenge."""
     assert envelope["problem"]["code"] == "requires_user_confirmation", envelope
@@ -399,15 +412,7 @@ def test_stdout_carries_only_protocol_messages(platform: PlatformServer, tmp_pat
         call(3, "osbp_service_describe", {"service_id": NOTARIZATION}),
         call(4, "osbp_service_describe", {"x": 1}),
     ]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "osbp.server"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=server_env(platform.base_url, tmp_path),
-        cwd=tmp_path,
-    )
+    process = raw_server(platform.base_url, tmp_path)
     try:
         assert process.stdin is not None
         assert process.stdout is not None
@@ -559,15 +564,7 @@ def test_every_line_the_sdk_cannot_read_is_answered_and_the_server_keeps_serving
     """JSON-RPC 2.0 §5, §5.1: every request gets a response, -32700 for text that is not (I-)JSON and
     -32600 for JSON that is no request, with its id when readable, else null; a valid notification
     (§4.1) gets none; a valid request on the same process still works afterwards."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "osbp.server"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=server_env(platform.base_url, tmp_path),
-        cwd=tmp_path,
-    )
+    process = raw_server(platform.base_url, tmp_path)
     try:
         assert process.stdin is not None
         assert process.stdout is not None
