@@ -127,9 +127,8 @@ def test_a_server_killed_after_its_claim_leaves_no_stuck_key(
         assert doomed.call(CREATE, booking_args(key)) is None
         assert doomed.died()
     with StdioServer(server_env(platform.base_url, tmp_path)) as restarted:
-        started = time.monotonic()
+        # A live-looking lease would be waited out and answered idempotency_in_progress, not a challenge.
         arguments = approved(restarted, booking_args(key))
-        assert time.monotonic() - started < 20, "the dead holder's lease was waited out"
         receipt = restarted.call(CREATE, arguments)
         assert receipt is not None
         assert_one_booking(receipt, key, platform.base_url)
