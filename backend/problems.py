@@ -39,7 +39,6 @@ TITLES: dict[str, tuple[int, str]] = {
     "method_not_allowed": (405, "Method not allowed"),
     "slot_taken": (409, "Slot taken"),
     "slot_unavailable": (409, "Slot unavailable"),
-    "idempotency_key_in_use": (409, "Idempotency-Key in use"),
     "appointment_not_cancellable": (409, "Appointment cannot change status"),
     "idempotency_key_reused": (422, "Idempotency-Key reused with a different request"),
     "provider_not_eligible": (422, "Provider not eligible"),

@@ -56,7 +56,6 @@ def _path(organization_id: str, appointment_id: str) -> str:
         "provider_not_found",
         "slot_taken",
         "slot_unavailable",
-        "idempotency_key_in_use",
         "idempotency_key_reused",
         "provider_not_eligible",
         "requires_verification",
