@@ -172,7 +172,9 @@ class BookingPipeline:
                     attempt.outcome_known = False
                     return Failure(_UNSETTLED)
                 return await self._resume(inp, claim, claim.placing, attempt)
-            if start_local is None:  # the placed attempt settled its refusal meanwhile: start afresh
+            if start_local is None:
+                # The placed mark was cleared (a known refusal) between the look and the claim: this call
+                # skipped the mandate pre-check, so it books nothing; the retry runs every check afresh.
                 return Failure(_UNSETTLED)
             return await self._first(BookingRequest(inp, start_local), claim, attempt)
         finally:

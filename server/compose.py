@@ -88,7 +88,8 @@ def compose(settings: ServerSettings) -> Composition | str:
         # The state file the adapter will open, opened here first so a bad path fails before serving.
         # The store creates it by hand, private (0600 in a 0700 directory, like the audit log), so a
         # failure carries the operating system's reason rather than SQLite's "unable to open database".
-        StateStore(state_path)
+        # The same store then serves the core: the file is opened (schema, migrations) once per start.
+        state = StateStore(state_path)
     except (OSError, sqlite3.Error) as error:
         return _cannot_create("the state file", state_path, error, _leaf(("adapter", "state_path")))
     audit = AuditLog(settings.audit_log_path, key=settings.audit_key_bytes())
@@ -115,7 +116,7 @@ def compose(settings: ServerSettings) -> Composition | str:
             "PlatformAdapter (it needs organization_id, resolve_booking and place_booking; docs/adapter.md)"
         )
     clock = settings.clock()
-    return Composition(adapter=OsbpCore(adapter, state=state_path, clock=clock), audit=audit, clock=clock)
+    return Composition(adapter=OsbpCore(adapter, state=state, clock=clock), audit=audit, clock=clock)
 
 
 def _leaf(path: tuple[str, ...]) -> Leaf:
