@@ -24,22 +24,11 @@ from tests.support.reference import DAY, Platform, make_adapter
 
 NOTARY = "gus_notary"
 NOTARIZATION = "gus_notary_notarization"
-#: Every field the spec's availability.find example shows on a slot, on every slot of an answer.
-REQUIRED = (
-    "id",
-    "organization_id",
-    "schedule_id",
-    "schedule_name",
-    "schedule_timezone",
-    "provider_id",
-    "provider_name",
-    "service_id",
-    "starts_at",
-    "ends_at",
-    "starts_at_local",
-    "ends_at_local",
-    "price",
-)
+#: What the spec's availability.find example shows on every slot: create-ready ids, both time forms and
+#: the timezone, the price, and the display names.
+CREATE_READY = ("id", "organization_id", "schedule_id", "provider_id", "service_id")
+TIMES_AND_PRICE = ("starts_at", "ends_at", "starts_at_local", "ends_at_local", "schedule_timezone", "price")
+REQUIRED = (*CREATE_READY, *TIMES_AND_PRICE, "schedule_name", "provider_name")
 NEXT_START = re.compile(r'earliest_start="([^"]+)"')
 HOURS = [OperatingHours(day=1, open="09:00", close="17:00")]
 
