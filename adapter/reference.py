@@ -28,6 +28,7 @@ from collections.abc import Callable
 import httpx2
 
 from osbp.adapter import translate
+from osbp.adapter.availability import page
 from osbp.adapter.booking import BookwellBooking
 from osbp.adapter.bookwell import PLATFORM, VERSION_HEADER, BookwellApi
 from osbp.adapter.problems import (
@@ -64,9 +65,14 @@ from osbp.protocol.models import (
 )
 from osbp.protocol.port import BookingRequest, Offer
 from osbp.protocol.problems import ProblemCode, problem
-from osbp.protocol.timeutil import parse_date
+from osbp.protocol.timeutil import parse_date, parse_wall_clock
 
 __all__ = ["ReferenceAdapter", "build_adapter", "build_platform_adapter"]
+
+_EARLIEST_START_FORMAT = (
+    "earliest_start must be a merchant-local wall-clock YYYY-MM-DDTHH:MM:SS with no offset, such as a slot's "
+    "starts_at_local."
+)
 
 
 class ReferenceAdapter:
@@ -112,7 +118,7 @@ class ReferenceAdapter:
         return await at_edge(work)
 
     async def find_availability(self, inp: AvailabilityFindInput) -> AdapterResult[list[Slot]]:
-        """availability.find: the platform's computed slots, denormalized with the organization's data."""
+        """availability.find: the platform's computed slots with the organization's data, a page at a time."""
 
         async def work() -> AdapterResult[list[Slot]]:
             service_id = self._service_id(inp.service_id)
@@ -120,6 +126,8 @@ class ReferenceAdapter:
                 return Failure(service_id)
             if parse_date(inp.date) is None:
                 return Failure(problem(INVALID_INPUT, "date must be a merchant-local date YYYY-MM-DD."))
+            if inp.earliest_start is not None and parse_wall_clock(inp.earliest_start) is None:
+                return Failure(problem(INVALID_INPUT, _EARLIEST_START_FORMAT))
             organization, availability = await asyncio.gather(
                 self._api.organization(),
                 self._api.availability(
@@ -133,7 +141,12 @@ class ReferenceAdapter:
                 return Failure(availability)
             if isinstance(organization, Problem):
                 return Failure(organization)
-            return Success(translate.slots(availability.slots, organization))
+            found = page(
+                translate.slots(availability.slots, organization),
+                earliest_start=inp.earliest_start,
+                limit=inp.limit,
+            )
+            return Success(found.slots, runtime=found.notice)
 
         return await at_edge(work)
 

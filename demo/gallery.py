@@ -86,15 +86,17 @@ class Play:
         """service.describe → availability.find (next open day) → policy.explain; the chosen slot."""
         described = await self.agent.call("service.describe", {"service_id": service_id}, phase="lookup")
         self.service_name = (described.value or {}).get("name") if described.ok else None
+        wanted = preferred_time or self.vertical.preferred_time
         choice = await find_open_day(
             self.agent,
             service_id=service_id,
             schedule_id=self.vertical.schedule_id,
             after=local_today(self.now, self.vertical.region.timezone),
+            earliest_time=wanted,
         )
         if choice is None:
             raise LookupError(f"{self.scenario_id}: no open day for {service_id}")
-        slot = pick_slot(choice.slots, preferred_time or self.vertical.preferred_time, skip=skip)
+        slot = pick_slot(choice.slots, wanted, skip=skip)
         self.select(slot)
         await self.agent.call("policy.explain", {"service_id": service_id}, phase="policy_readback")
         return slot
@@ -219,6 +221,7 @@ async def _slot_taken(play: Play) -> None:
         service_id=play.vertical.service_id,
         schedule_id=play.vertical.schedule_id,
         after=local_today(play.now, play.vertical.region.timezone),
+        earliest_time=play.vertical.preferred_time,
         phase="lookup_again",
     )
     assert choice is not None

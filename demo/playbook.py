@@ -69,9 +69,11 @@ async def find_open_day(
     schedule_id: str,
     after: date,
     provider_id: str | None = None,
+    earliest_time: str | None = None,
     phase: str = "lookup",
 ) -> SlotChoice | None:
-    """availability.find day by day from the day after ``after`` until a day has slots."""
+    """availability.find day by day from the day after ``after`` until a day has slots (from the
+    merchant-local ``earliest_time`` "HH:MM" on, when given: a long day answers a page at a time)."""
     empty: list[date] = []
     for offset in range(1, SEARCH_DAYS + 1):
         day = after + timedelta(days=offset)
@@ -82,6 +84,8 @@ async def find_open_day(
         }
         if provider_id is not None:
             arguments["provider_id"] = provider_id
+        if earliest_time is not None:
+            arguments["earliest_start"] = f"{day.isoformat()}T{earliest_time}:00"
         call = await agent.call("availability.find", arguments, phase=phase)
         if not call.ok:
             return None

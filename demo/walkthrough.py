@@ -145,7 +145,11 @@ async def _vertical(run: _Run, vertical: Vertical, client: OsbpClient) -> Bookin
 
     today = local_today(run.platform_now, vertical.region.timezone)
     choice = await find_open_day(
-        agent, service_id=vertical.service_id, schedule_id=vertical.schedule_id, after=today
+        agent,
+        service_id=vertical.service_id,
+        schedule_id=vertical.schedule_id,
+        after=today,
+        earliest_time=vertical.preferred_time,
     )
     if not expect(choice is not None, "availability.find found an open day"):
         return mandate
@@ -239,7 +243,11 @@ async def _coda(run: _Run, vertical: Vertical, mandate: BookingMandate, client: 
         say("Agent", f"service.describe → {service_sentence(describe.value)} The mandate's cap is {cap}.")
     today = local_today(run.platform_now, vertical.region.timezone)
     choice = await find_open_day(
-        agent, service_id=vertical.over_cap_service_id, schedule_id=vertical.schedule_id, after=today
+        agent,
+        service_id=vertical.over_cap_service_id,
+        schedule_id=vertical.schedule_id,
+        after=today,
+        earliest_time=vertical.preferred_time,
     )
     if not expect(choice is not None, "availability.find found an over-cap slot"):
         return

@@ -29,6 +29,7 @@ from pydantic_core import PydanticCustomError
 
 __all__ = [
     "AMOUNT_MINOR_MAX",
+    "FIND_LIMIT_MAX",
     "TOOL_NAMES",
     "Approval",
     "AuditEvent",
@@ -114,6 +115,9 @@ class OSBPModel(BaseModel):
 #: exactly. A larger amount could not be hashed for the audit log or the idempotency payload, and no
 #: price needs it (it is 90 trillion US dollars).
 AMOUNT_MINOR_MAX = 2**53 - 1
+
+#: The largest ``limit`` availability.find takes: a whole seeded day fits in one answer, if asked for.
+FIND_LIMIT_MAX = 200
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -416,6 +420,20 @@ class AvailabilityFindInput(ToolInput):
     schedule_id: str | None = Field(default=None, description="Omit to use the configured default schedule.")
     date: str = Field(description='Merchant-local date "YYYY-MM-DD".')
     provider_id: str | None = None
+    earliest_start: str | None = Field(
+        default=None,
+        description="Only slots starting at or after this merchant-local wall-clock value "
+        '("YYYY-MM-DDTHH:MM:SS", no offset), as the mandate\'s earliest_start. To page, pass the '
+        'earliest_start="..." a partial answer\'s osbp_runtime.message names. An OSBP extension '
+        "beyond v0.1.0.",
+    )
+    limit: int | None = Field(
+        default=None,
+        ge=1,
+        le=FIND_LIMIT_MAX,
+        description="Slots per answer (a page also keeps the slots sharing its last start time); omit "
+        "for the server's default page. An OSBP extension beyond v0.1.0.",
+    )
 
 
 class PolicyExplainInput(ToolInput):

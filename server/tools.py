@@ -65,8 +65,10 @@ _DEFINITIONS = (
         "availability.find",
         "Find open slots",
         "List bookable slots for one service and schedule on one merchant-local date (YYYY-MM-DD), "
-        "optionally for one provider. Each slot carries the create-ready ids and starts_at_local, which "
-        "becomes booking.create date and time unchanged. Read-only: a listed slot is not held.",
+        "optionally for one provider, in start order. Each slot carries the create-ready ids; its "
+        "starts_at_local becomes booking.create date and time unchanged. A long day comes a page at a "
+        "time: osbp_runtime.message then says so and gives the earliest_start of the next. Read-only: a "
+        "listed slot is not held.",
         _read("Find open slots"),
     ),
     ToolDefinition(

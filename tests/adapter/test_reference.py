@@ -17,6 +17,7 @@ from osbp.protocol.models import (
     AvailabilityFindInput,
     BookingStatusInput,
     Customer,
+    OperatingHours,
     PlatformIdentity,
     PolicyExplainInput,
     ServiceDescribeInput,
@@ -91,9 +92,23 @@ async def test_unknown_organization_is_a_configuration_problem(platform: Platfor
     assert failure.problem.code == "organization_not_found"
 
 
-async def test_find_availability_returns_denormalized_slots(adapter: OsbpCore) -> None:
-    """OSBP spec, availability.find: create-ready ids, instant plus wall-clock, names, price."""
+async def test_find_availability_returns_create_ready_slots_with_display_context_once(
+    adapter: OsbpCore,
+) -> None:
+    """OSBP spec, availability.find: create-ready ids, instant plus wall-clock, names, price; the answer's
+    first slot also carries the schedule's hours, the first of each provider its image (platform choice:
+    repeated display context once)."""
     slots = value_of(await adapter.find_availability(AvailabilityFindInput(service_id=CLEANING, date=DAY)))
+    assert slots[0].provider_id == OKAFOR
+    assert slots[0].schedule_hours == [
+        OperatingHours(day=1, open="09:00", close="17:00"),
+        OperatingHours(day=2, open="09:00", close="17:00"),
+        OperatingHours(day=3, open="08:00", close="12:00"),
+        OperatingHours(day=3, open="13:00", close="18:00"),
+        OperatingHours(day=4, open="09:00", close="17:00"),
+        OperatingHours(day=5, open="09:00", close="17:00"),
+        OperatingHours(day=6, open="09:00", close="13:00"),
+    ]
     first = next(slot for slot in slots if slot.provider_id == REYES)
     assert first.to_wire() == {
         "id": f"{MIDTOWN}:{REYES}:{CLEANING}:2026-05-05T09:00:00",
@@ -104,15 +119,6 @@ async def test_find_availability_returns_denormalized_slots(adapter: OsbpCore) -
         "schedule_address": "100 Example Avenue, Suite 5, New York, NY 10001, US",
         "schedule_latitude": 40.7484,
         "schedule_longitude": -73.9857,
-        "schedule_hours": [
-            {"day": 1, "open": "09:00", "close": "17:00"},
-            {"day": 2, "open": "09:00", "close": "17:00"},
-            {"day": 3, "open": "08:00", "close": "12:00"},
-            {"day": 3, "open": "13:00", "close": "18:00"},
-            {"day": 4, "open": "09:00", "close": "17:00"},
-            {"day": 5, "open": "09:00", "close": "17:00"},
-            {"day": 6, "open": "09:00", "close": "13:00"},
-        ],
         "schedule_timezone": "America/New_York",
         "provider_id": REYES,
         "provider_name": "Dr. Carolyn Reyes",

@@ -1,0 +1,94 @@
+"""The availability.find answer: the day's slots in start order, one page at a time, display context once.
+
+* **Order**: slots by merchant-local start; slots sharing a start keep the platform's order.
+* **earliest_start** (optional input): only slots starting at or after that merchant-local wall-clock
+  value (inclusive, as the mandate's field of that name).
+* **limit** (optional input, default :data:`DEFAULT_LIMIT`): a page holds that many slots, plus any more
+  that share the last one's start, so a page always ends between two start times and the next page,
+  from the first start not shown, resumes exactly there: across pages every slot comes exactly once.
+* **A partial page says so** in ``osbp_runtime.message``, the one field v0.1.0 defines for how an answer
+  was produced: how many slots there were, that the later ones are not shown (never that they are
+  taken), and the exact ``earliest_start="<starts_at_local>"`` that gets the next page (a fixed form a
+  program can match, as the approval gate's ``approval.token="<token>"``). A complete answer carries no
+  notice.
+* **Display context once**: ``schedule_hours`` on the first slot of each schedule, ``provider_image_url``
+  on the first slot of each provider. Everything else stays on every slot: the create-ready ids, the
+  instants, the wall-clock, the timezone, the price, the names, and the address and coordinates (their
+  absence is how a slot says it is online).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from osbp.protocol.models import RuntimeDiagnostics, Slot
+from osbp.protocol.timeutil import format_wall_clock, parse_wall_clock
+
+__all__ = ["DEFAULT_LIMIT", "Page", "display_once", "page"]
+
+#: Slots per answer when the input names no ``limit``: the busiest seeded day's first page stays within
+#: about 12 KB of JSON (a few thousand tokens of agent context).
+DEFAULT_LIMIT = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One answer's slots and, when later slots were left out, the notice that says how to get them."""
+
+    slots: list[Slot]
+    total: int
+    next_start: str | None = None
+
+    @property
+    def notice(self) -> RuntimeDiagnostics | None:
+        """The ``osbp_runtime`` of a partial answer (``None`` when the answer holds every slot)."""
+        if self.next_start is None:
+            return None
+        shown, rest = len(self.slots), self.total - len(self.slots)
+        return RuntimeDiagnostics(
+            message=(
+                f"Partial list: the first {shown} of {self.total} open slots. The {rest} later slots, from "
+                f"{self.next_start} merchant-local, are not shown here, not taken: to see them, call "
+                "availability.find again with the same arguments plus "
+                f'earliest_start="{self.next_start}".'
+            )
+        )
+
+
+def page(slots: Sequence[Slot], *, earliest_start: str | None, limit: int | None) -> Page:
+    """The page of ``slots`` starting at or after ``earliest_start`` (a valid wall-clock, or ``None``)."""
+    # The translation writes every starts_at_local as YYYY-MM-DDTHH:MM:SS, so text order is time order.
+    ordered = sorted(slots, key=lambda slot: slot.starts_at_local)
+    cut = parse_wall_clock(earliest_start) if earliest_start is not None else None
+    if cut is not None:
+        # Whole seconds: a start in the same second as a fractional bound is before it, so round up.
+        floor = format_wall_clock(cut)
+        ordered = [
+            slot
+            for slot in ordered
+            if slot.starts_at_local > floor or (slot.starts_at_local == floor and not cut.microsecond)
+        ]
+    size = limit or DEFAULT_LIMIT
+    end = min(size, len(ordered))
+    while 0 < end < len(ordered) and ordered[end].starts_at_local == ordered[end - 1].starts_at_local:
+        end += 1
+    next_start = ordered[end].starts_at_local if end < len(ordered) else None
+    return Page(slots=display_once(ordered[:end]), total=len(ordered), next_start=next_start)
+
+
+def display_once(slots: Sequence[Slot]) -> list[Slot]:
+    """``slots`` with each piece of repeated display context kept only where it first appears."""
+    schedules: set[str] = set()
+    providers: set[str | None] = set()
+    out: list[Slot] = []
+    for slot in slots:
+        drop: dict[str, None] = {}
+        if slot.schedule_id in schedules:
+            drop["schedule_hours"] = None
+        if slot.provider_id in providers:
+            drop["provider_image_url"] = None
+        schedules.add(slot.schedule_id)
+        providers.add(slot.provider_id)
+        out.append(slot.model_copy(update=drop) if drop else slot)
+    return out
