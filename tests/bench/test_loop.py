@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ def _checkout(folder: Path) -> Path:
     return folder
 
 
-def _assert_figures(figures: dict) -> None:
+def _assert_figures(figures: dict[str, Any]) -> None:
     requests = figures["platform_requests_per_loop"]
     assert isinstance(requests["median"], int)
     assert 0 < requests["min"] <= requests["median"] <= requests["max"]
