@@ -21,6 +21,7 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel
 
 from osbp.backend import models  # noqa: F401  registers the tables on SQLModel.metadata
+from osbp.backend.catalog_snapshot import READ_ONLY
 
 __all__ = ["BUSY_TIMEOUT_MS", "Database"]
 
@@ -66,8 +67,11 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Session]:
-        """A read transaction (deferred BEGIN: one consistent snapshot), ended by closing the session."""
-        with self._guard(), Session(self.engine, expire_on_commit=False) as session:
+        """A read transaction (deferred BEGIN: one consistent snapshot), ended by closing the session.
+
+        Marked read-only in ``session.info``, so catalog lookups may answer from the catalog snapshot.
+        """
+        with self._guard(), Session(self.engine, expire_on_commit=False, info={READ_ONLY: True}) as session:
             yield session
 
     @contextmanager
