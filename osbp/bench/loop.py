@@ -27,12 +27,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from osbp.bench import loop_driver
 from osbp.bench.latency import percentile_ms
 from osbp.bench.options import Options, count
+from osbp.bench.results import publish
 
 __all__ = ["add_arguments", "report", "run"]
 
@@ -235,9 +235,5 @@ def report(args: argparse.Namespace) -> int:
     except (RuntimeError, subprocess.TimeoutExpired, ValueError) as exc:
         sys.stderr.write(f"osbp bench loop: {exc}\n")
         return 1
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "loop.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    console = Console()
-    console.print(_table(results))
-    console.print(f"wrote {args.out / 'loop.json'}")
+    publish(args.out, "loop", results, _table(results))
     return 0

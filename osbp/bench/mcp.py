@@ -22,7 +22,6 @@ and the run stops by itself.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -37,7 +36,6 @@ import anyio
 from mcp import Client
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult
-from rich.console import Console
 from rich.table import Table
 
 from osbp.bench.latency import latency_ms, percentile_ms
@@ -52,6 +50,7 @@ from osbp.bench.loop_driver import (
     server_params,
 )
 from osbp.bench.options import Options, count
+from osbp.bench.results import publish
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 
 __all__ = ["add_arguments", "report", "run"]
@@ -271,9 +270,5 @@ def add_arguments(options: Options) -> list[argparse.Action]:
 def report(args: argparse.Namespace) -> int:
     """Run the MCP benchmark, print the table, write ``<out>/mcp.json``; 0 when it ran to the end."""
     results = anyio.run(run, args.cold_runs, args.calls, args.warmup)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "mcp.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    console = Console()
-    console.print(_table(results))
-    console.print(f"wrote {args.out / 'mcp.json'}")
+    publish(args.out, "mcp", results, _table(results))
     return 0
