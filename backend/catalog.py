@@ -1,13 +1,15 @@
 """The catalog: organizations, locations, providers and services, looked up by id and rendered natively.
 
 A lookup of an id that does not exist, or belongs to another organization, raises a 404 `ProblemError`
-(`organization_not_found` when the organization itself is unknown).
+(`organization_not_found` when the organization itself is unknown). In a read transaction the lookups
+answer from the revision's :mod:`~osbp.backend.catalog_snapshot` instead of one query each.
 """
 
 from __future__ import annotations
 
 from sqlmodel import Session, col, select
 
+from osbp.backend.catalog_snapshot import snapshot
 from osbp.backend.models import Location, Organization, Provider, Service
 from osbp.backend.problems import ProblemError
 from osbp.backend.wire import (
@@ -45,7 +47,12 @@ __all__ = [
 
 def get_organization(session: Session, organization_id: str) -> Organization:
     """The organization, or 404 `organization_not_found`."""
-    found = session.get(Organization, organization_id)
+    catalog = snapshot(session)
+    found = (
+        session.get(Organization, organization_id)
+        if catalog is None
+        else catalog.organizations.get(organization_id)
+    )
     if found is None:
         raise ProblemError("organization_not_found", f"No organization {organization_id!r}.")
     return found
@@ -63,7 +70,8 @@ def not_found(session: Session, organization_id: str, code: str, detail: str) ->
 
 def get_service(session: Session, organization_id: str, service_id: str) -> Service:
     """The organization's service, or 404 `service_not_found`."""
-    found = session.get(Service, service_id)
+    catalog = snapshot(session)
+    found = session.get(Service, service_id) if catalog is None else catalog.services.get(service_id)
     if found is None or found.organization_id != organization_id:
         detail = f"No service {service_id!r} at {organization_id!r}."
         raise not_found(session, organization_id, "service_not_found", detail)
@@ -72,7 +80,8 @@ def get_service(session: Session, organization_id: str, service_id: str) -> Serv
 
 def get_location(session: Session, organization_id: str, location_id: str) -> Location:
     """The organization's location, or 404 `location_not_found`."""
-    found = session.get(Location, location_id)
+    catalog = snapshot(session)
+    found = session.get(Location, location_id) if catalog is None else catalog.locations.get(location_id)
     if found is None or found.organization_id != organization_id:
         detail = f"No location {location_id!r} at {organization_id!r}."
         raise not_found(session, organization_id, "location_not_found", detail)
@@ -81,7 +90,8 @@ def get_location(session: Session, organization_id: str, location_id: str) -> Lo
 
 def get_provider(session: Session, organization_id: str, provider_id: str) -> Provider:
     """The organization's provider, or 404 `provider_not_found`."""
-    found = session.get(Provider, provider_id)
+    catalog = snapshot(session)
+    found = session.get(Provider, provider_id) if catalog is None else catalog.providers.get(provider_id)
     if found is None or found.organization_id != organization_id:
         detail = f"No provider {provider_id!r} at {organization_id!r}."
         raise not_found(session, organization_id, "provider_not_found", detail)
@@ -90,12 +100,18 @@ def get_provider(session: Session, organization_id: str, provider_id: str) -> Pr
 
 def locations_of(session: Session, organization_id: str) -> list[Location]:
     """The organization's locations, by id."""
+    catalog = snapshot(session)
+    if catalog is not None:
+        return list(catalog.locations_of.get(organization_id, []))
     query = select(Location).where(Location.organization_id == organization_id).order_by(col(Location.id))
     return list(session.exec(query))
 
 
 def providers_of(session: Session, organization_id: str) -> list[Provider]:
     """The organization's providers, by id."""
+    catalog = snapshot(session)
+    if catalog is not None:
+        return list(catalog.providers_of.get(organization_id, []))
     query = select(Provider).where(Provider.organization_id == organization_id).order_by(col(Provider.id))
     return list(session.exec(query))
 

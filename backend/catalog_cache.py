@@ -48,8 +48,17 @@ def install_catalog_revision(connection: Connection) -> None:
 
 def catalog_revision(session: Session) -> int:
     """The catalog's current revision, as seen by ``session``'s transaction."""
-    revision: int = session.connection().execute(text("SELECT revision FROM catalog_revision")).scalar_one()
-    return revision
+    # Read on the driver's own connection, inside the session's transaction: nearly every request asks,
+    # and for one row SQLAlchemy's statement machinery costs several times the query.
+    cursor = session.connection().connection.cursor()
+    try:
+        cursor.execute("SELECT revision FROM catalog_revision")
+        row = cursor.fetchone()
+    finally:
+        cursor.close()
+    if row is None:  # the row is created with the table and never deleted
+        raise RuntimeError("the catalog revision row is missing")
+    return int(row[0])
 
 
 class CatalogCache:

@@ -21,6 +21,7 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel
 
 from osbp.backend import models  # noqa: F401  registers the tables on SQLModel.metadata
+from osbp.backend.catalog_snapshot import READ_ONLY
 
 __all__ = ["BUSY_TIMEOUT_MS", "Database"]
 
@@ -66,8 +67,11 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Session]:
-        """A read transaction (deferred BEGIN: one consistent snapshot), ended by closing the session."""
-        with self._guard(), Session(self.engine, expire_on_commit=False) as session:
+        """A read transaction (deferred BEGIN: one consistent snapshot), ended by closing the session.
+
+        Marked read-only in ``session.info``, so catalog lookups may answer from the catalog snapshot.
+        """
+        with self._guard(), Session(self.engine, expire_on_commit=False, info={READ_ONLY: True}) as session:
             yield session
 
     @contextmanager
@@ -128,4 +132,10 @@ def _switch_to_wal(cursor: Any) -> None:
 
 def _on_begin(connection: Any) -> None:
     mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
-    connection.exec_driver_sql(f"BEGIN {mode}")
+    # On the driver's own cursor: every request opens a transaction, and SQLAlchemy's statement
+    # machinery costs more than the BEGIN itself.
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(f"BEGIN {mode}")
+    finally:
+        cursor.close()

@@ -21,6 +21,7 @@ from osbp.backend.app import create_app
 from osbp.backend.http_protocol import problem_protocol
 from osbp.backend.runtime import Runtime
 from osbp.backend.settings import BackendSettings
+from osbp.backend.write_coalescing import coalescing
 
 __all__ = ["PlatformServer", "ReadyServer", "bind_socket", "uvicorn_config"]
 
@@ -58,7 +59,8 @@ def uvicorn_config(app: FastAPI, **overrides: Any) -> uvicorn.Config:
     Proxy headers are believed only from the app's `trusted_proxies` (none by default): uvicorn's own
     default trusts `X-Forwarded-For` from loopback, which would let any local client pick a fresh
     rate-limit key per request. The HTTP protocol is always h11 with problem+json parse errors
-    (`http_protocol`), whatever else is installed, and there are no WebSockets.
+    (`http_protocol`), whatever else is installed, writing each response in one system call
+    (`write_coalescing`), and there are no WebSockets.
     """
     runtime: Runtime = app.state.runtime
     trusted = list(runtime.settings.trusted_proxies)
@@ -72,7 +74,7 @@ def uvicorn_config(app: FastAPI, **overrides: Any) -> uvicorn.Config:
         "backlog": 2048,
         "proxy_headers": bool(trusted),
         "forwarded_allow_ips": trusted,
-        "http": problem_protocol(runtime.tokens.request_id),
+        "http": coalescing(problem_protocol(runtime.tokens.request_id)),
         "ws": "none",
     } | overrides
     return uvicorn.Config(app, **options)

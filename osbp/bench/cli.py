@@ -15,14 +15,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, NoReturn
 
-from osbp.bench import adapter, backend, demo, mcp
+from osbp.bench import adapter, backend, demo, loop, mcp
 from osbp.bench.options import Benchmark
 
 __all__ = ["BENCHES", "Plan", "build_parser", "main", "plan"]
 
 PROG = "osbp bench"
 #: In dependency order: the platform first, the whole demo last.
-BENCHES: dict[str, Benchmark] = {"backend": backend, "adapter": adapter, "mcp": mcp, "demo": demo}
+BENCHES: dict[str, Benchmark] = {
+    "backend": backend,
+    "adapter": adapter,
+    "mcp": mcp,
+    "loop": loop,
+    "demo": demo,
+}
 #: Benchmark name -> the flags it added to the parser.
 Owned = dict[str, list[argparse.Action]]
 

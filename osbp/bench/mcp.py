@@ -22,68 +22,43 @@ and the run stops by itself.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult
-from rich.console import Console
 from rich.table import Table
 
-from osbp.backend.process import PlatformProcess
 from osbp.bench.latency import latency_ms, percentile_ms
+from osbp.bench.loop_driver import (
+    DAY,
+    ORGANIZATION,
+    PROVIDER,
+    SCHEDULE,
+    SERVICE,
+    create_args,
+    platform,
+    server_params,
+)
 from osbp.bench.options import Options, count
+from osbp.bench.results import publish
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 
 __all__ = ["add_arguments", "report", "run"]
 
-NOW = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
-ORGANIZATION = "conformance_co"
-SERVICE = "conformance_fixed_usd"
-SCHEDULE = "conformance_main"
-PROVIDER = "conformance_provider_ada"
-DAY = "2030-05-02"
 COLD_START_TARGET_S = 0.8
 READ_P50_TARGET_MS = 5.0
 CREATE_P50_TARGET_MS = 15.0
 READS = ("osbp_service_describe", "osbp_availability_find", "osbp_policy_explain", "osbp_booking_status")
-
-
-def _mandate() -> dict[str, Any]:
-    return {
-        "id": "mnd_bench",
-        "expires_at": "2030-05-31T23:59:59-04:00",
-        "allowed_actions": ["booking.create"],
-        "organization_id": ORGANIZATION,
-        "earliest_start": f"{DAY}T08:00:00",
-        "latest_end": f"{DAY}T18:00:00",
-        "max_price": {"amount_minor": 10000, "currency": "USD"},
-    }
-
-
-def _create_args(key: str) -> dict[str, Any]:
-    return {
-        "mandate": _mandate(),
-        "idempotency_key": key,
-        "service_id": SERVICE,
-        "schedule_id": SCHEDULE,
-        "provider_id": PROVIDER,
-        "date": DAY,
-        "time": "10:30",
-        "customer": {"display_name": "Bench Customer", "phone": "+12125550100"},
-    }
 
 
 def _envelope(result: CallToolResult) -> dict[str, Any]:
@@ -93,21 +68,9 @@ def _envelope(result: CallToolResult) -> dict[str, Any]:
     return envelope
 
 
-def _params(base_url: str, workdir: Path) -> StdioServerParameters:
-    env = {
-        "OSBP_PLATFORM_BASE_URL": base_url,
-        "OSBP_ORGANIZATION_ID": ORGANIZATION,
-        "OSBP_STATE_PATH": str(workdir / "state.sqlite3"),
-        "OSBP_AUDIT_LOG_PATH": str(workdir / "audit" / "events.jsonl"),
-        # The platform's frozen instant: the bench mandate must not expire when the real date passes it.
-        "OSBP_NOW": NOW.isoformat(),
-    }
-    return StdioServerParameters(command=sys.executable, args=["-m", "osbp.server"], env=env, cwd=workdir)
-
-
 async def _cold_start(base_url: str, workdir: Path, errlog: TextIO) -> float:
     started = time.perf_counter()
-    async with Client(stdio_client(_params(base_url, workdir), errlog=errlog)) as client:
+    async with Client(stdio_client(server_params(base_url, workdir), errlog=errlog)) as client:
         result = await client.call_tool("osbp_service_describe", {"service_id": SERVICE})
         elapsed = time.perf_counter() - started
     if result.is_error:
@@ -169,11 +132,11 @@ async def _per_tool(client: Client, calls: int, warmup: int) -> _Samples:
     booking_id = ""
     for index in range(warmup + calls):
         key = f"bench-{index:06d}"
-        preflight = await measure("osbp_booking_create (preflight)", "osbp_booking_create", _create_args(key))
+        preflight = await measure("osbp_booking_create (preflight)", "osbp_booking_create", create_args(key))
         match = APPROVAL_TOKEN_PATTERN.search(preflight.get("problem", {}).get("message", ""))
         if match is None:
             raise RuntimeError(f"the preflight did not challenge: {preflight!r}")
-        approved = _create_args(key) | {"approval": {"confirmed": True, "token": match.group(1)}}
+        approved = create_args(key) | {"approval": {"confirmed": True, "token": match.group(1)}}
         created = await measure("osbp_booking_create (approved)", "osbp_booking_create", approved)
         if created.get("ok") is not True:
             raise RuntimeError(f"the approved create failed: {created!r}")
@@ -204,23 +167,15 @@ async def _per_tool(client: Client, calls: int, warmup: int) -> _Samples:
     return samples.drop(warmup)
 
 
-@contextmanager
-def _platform() -> Iterator[str]:
-    """``osbp backend`` in a child process on an ephemeral loopback port; yields its base URL."""
-    # Limits lifted: the benchmark sends thousands of requests and codes from one client.
-    limits = {"rate_limit_quota": 1_000_000, "verification_send_limit": 1_000_000}
-    with PlatformProcess(db=":memory:", now=NOW, **limits) as platform:
-        yield platform.base_url
-
-
 async def run(cold_runs: int, calls: int, warmup: int = 20) -> dict[str, Any]:
     """Run the benchmark and return its figures (the JSON written to ``bench-results/mcp.json``)."""
     # The spawned servers' stderr logs are not part of the measurement.
     with (
         tempfile.TemporaryDirectory(prefix="osbp-bench-mcp-") as tmp,
         open(os.devnull, "w", encoding="utf-8") as errlog,  # noqa: ASYNC230  opened once, before any call
-        _platform() as base_url,
+        platform() as process,
     ):
+        base_url = process.base_url
         root = Path(tmp)
         cold: list[float] = []
         for index in range(cold_runs):
@@ -230,7 +185,7 @@ async def run(cold_runs: int, calls: int, warmup: int = 20) -> dict[str, Any]:
         workdir = root / "warm"
         workdir.mkdir()
         async with AsyncExitStack() as stack:
-            transport = stdio_client(_params(base_url, workdir), errlog=errlog)
+            transport = stdio_client(server_params(base_url, workdir), errlog=errlog)
             client = await stack.enter_async_context(Client(transport))
             per_tool = await _per_tool(client, calls, warmup)
     tools = {
@@ -315,9 +270,5 @@ def add_arguments(options: Options) -> list[argparse.Action]:
 def report(args: argparse.Namespace) -> int:
     """Run the MCP benchmark, print the table, write ``<out>/mcp.json``; 0 when it ran to the end."""
     results = anyio.run(run, args.cold_runs, args.calls, args.warmup)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "mcp.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    console = Console()
-    console.print(_table(results))
-    console.print(f"wrote {args.out / 'mcp.json'}")
+    publish(args.out, "mcp", results, _table(results))
     return 0

@@ -1,0 +1,119 @@
+"""Read transactions look catalog rows up in the revision's snapshot: one load per change, never stale."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from fastapi.testclient import TestClient
+from sqlalchemy import event, text
+
+from osbp.backend.app import create_app
+from osbp.backend.catalog import get_service
+from osbp.backend.runtime import Runtime
+from tests.support.bookwell import DAY, make_settings
+
+ORG = "carolyns_dental"
+SERVICE = "carolyns_dental_cleaning"
+AVAILABILITY = (
+    f"/api/organizations/{ORG}/availability?service_id={SERVICE}&date={DAY}"
+    "&location_id=carolyns_dental_midtown&provider_id=carolyns_dental_dr_reyes"
+)
+CATALOG_FROM = ("FROM organization", "FROM service", "FROM location", "FROM provider")
+
+
+@contextmanager
+def statements(runtime: Runtime) -> Iterator[list[str]]:
+    """The SQL statements the platform's engine sends while the block runs."""
+    sent: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        sent.append(statement)
+
+    event.listen(runtime.db.engine, "before_cursor_execute", record)
+    try:
+        yield sent
+    finally:
+        event.remove(runtime.db.engine, "before_cursor_execute", record)
+
+
+def catalog_queries(sent: list[str]) -> list[str]:
+    return [statement for statement in sent if any(table in statement for table in CATALOG_FROM)]
+
+
+def slot_price(client: TestClient) -> str:
+    response = client.get(AVAILABILITY)
+    assert response.status_code == 200
+    amount: str = response.json()["slots"][0]["price"]["amount"]
+    return amount
+
+
+def set_price(runtime: Runtime, amount: str) -> None:
+    """The merchant edits its own database (the platform has no admin API)."""
+    with runtime.db.write() as session:
+        session.execute(
+            text("UPDATE service SET price_amount = :amount WHERE id = :id"),
+            {"amount": amount, "id": SERVICE},
+        )
+
+
+def test_repeated_availability_reads_query_no_catalog_row_until_it_changes(
+    client: TestClient, runtime: Runtime
+) -> None:
+    """Platform choice: organization, service, location and provider come from the revision's snapshot."""
+    slot_price(client)  # loads the snapshot
+    with statements(runtime) as sent:
+        slot_price(client)
+        slot_price(client)
+    assert catalog_queries(sent) == []
+    set_price(runtime, "98.00")
+    with statements(runtime) as sent:
+        assert slot_price(client) == "98.00"
+    assert catalog_queries(sent)  # a new revision: loaded afresh
+
+
+def test_a_write_transaction_sees_its_own_uncommitted_catalog_change(runtime: Runtime) -> None:
+    """Platform choice: writes query the rows (they may hold their own change); a rollback leaves no trace."""
+    with runtime.db.read() as session:
+        seeded = get_service(session, ORG, SERVICE).price_amount
+
+    class Undo(Exception):
+        pass
+
+    try:
+        with runtime.db.write() as session:
+            session.execute(text("UPDATE service SET price_amount = '1.00' WHERE id = :id"), {"id": SERVICE})
+            assert get_service(session, ORG, SERVICE).price_amount == "1.00"
+            raise Undo
+    except Undo:
+        pass
+    with runtime.db.read() as session:
+        assert get_service(session, ORG, SERVICE).price_amount == seeded != "1.00"
+
+
+def test_two_databases_at_the_same_revision_keep_their_own_catalogs(
+    client: TestClient, runtime: Runtime
+) -> None:
+    """Platform choice: a snapshot belongs to one database, whatever its revision number."""
+    other_app = create_app(make_settings())
+    with TestClient(other_app) as other:
+        other_runtime: Runtime = other_app.state.runtime
+        set_price(runtime, "11.00")
+        set_price(other_runtime, "22.00")
+        assert (slot_price(client), slot_price(other)) == ("11.00", "22.00")
+        assert (slot_price(client), slot_price(other)) == ("11.00", "22.00")
+    other_runtime.db.dispose()
+
+
+def test_a_repeated_catalog_read_runs_its_begin_and_revision_on_the_driver_cursor(
+    client: TestClient, runtime: Runtime
+) -> None:
+    """Platform choice: a cached answer costs a BEGIN and one revision row, off SQLAlchemy statements."""
+    service = f"/api/organizations/{ORG}/services/{SERVICE}"
+    first = client.get(service)
+    with statements(runtime) as sent:
+        again = client.get(service)
+    assert again.status_code == first.status_code == 200
+    assert again.content == first.content
+    assert sent == []
