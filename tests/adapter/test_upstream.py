@@ -366,7 +366,7 @@ async def test_every_request_to_the_real_platform_is_pinned_and_identified(
     methods = {(request.method, request.url.path.rsplit("/", 1)[-1]) for request in transport.requests}
     assert ("POST", "appointments") in methods
     assert ("POST", "verifications") in methods
-    assert len(transport.requests) >= 12
+    assert len(transport.requests) >= 9  # the canonical loop's 7, and verification's 2
     for request in transport.requests:
         assert request.headers["bookwell-version"] == PLATFORM.api_version
         assert request.headers["user-agent"] == user_agent()
