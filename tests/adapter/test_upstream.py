@@ -49,6 +49,7 @@ from tests.support.reference import (
     NOW,
     ForwardingTransport,
     Platform,
+    RecordingTransport,
     approved,
     create_input,
     make_adapter,
@@ -325,19 +326,6 @@ async def test_real_availability_deprecation_is_warned_once_and_never_in_results
         assert "1781308800" not in text
         assert "2032" not in text
         assert "deprecat" not in text.lower()
-
-
-class RecordingTransport(ForwardingTransport):
-    """The real network transport, recording every request it sends."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.requests: list[httpx2.Request] = []
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        """Record, then send for real."""
-        self.requests.append(request)
-        return await super().handle_async_request(request)
 
 
 async def test_every_request_to_the_real_platform_is_pinned_and_identified(
