@@ -14,7 +14,7 @@ CATALOG_READS = (ORG, SERVICE, ORG + "/services", "/api/organizations")
 
 
 def _slot(client: TestClient, time: str = "10:00") -> tuple[dict[str, Any], str]:
-    """The 10:00 cleaning with Dr. Reyes on DAY as availability offers it, and the answer's catalog version."""
+    """The cleaning with Dr. Reyes at ``time`` on DAY as offered, and the answer's catalog version."""
     response = client.get(
         ORG + "/availability",
         params={
@@ -46,7 +46,8 @@ def test_catalog_reads_answer_304_to_their_own_etag(client):
         first = client.get(path)
         assert first.status_code == 200
         tag = first.headers["etag"]
-        assert tag.startswith('"') and tag.endswith('"')
+        assert tag.startswith('"')
+        assert tag.endswith('"')
         again = client.get(path, headers={"If-None-Match": tag})
         assert again.status_code == 304, path
         assert again.content == b""

@@ -446,7 +446,9 @@ def test_a_kept_offer_reads_back_equal_so_its_summary_is_the_approved_one() -> N
     """Platform choice: the kept offer rebuilds the exact summary the user approved."""
     kept = offer_from_json(offer_to_json(OFFER))
     assert kept == OFFER
-    assert kept.service is not None and kept.slot is not None and kept.policy is not None
+    assert kept.service is not None
+    assert kept.slot is not None
+    assert kept.policy is not None
     assert build_approval_summary(kept.service, kept.slot, kept.policy, CUSTOMER) == SUMMARY
 
 
