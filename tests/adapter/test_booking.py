@@ -766,3 +766,68 @@ async def test_a_catalog_change_that_leaves_the_summary_as_approved_still_books(
     # The first create was refused for the catalog change (412), the second went through on fresh facts.
     assert (platform.create_requests(), platform.active_appointments(ORG)) == (2, 1)
     assert platform.appointment(ORG, receipt.booking_id)["price"]["amount"] == "120.00"
+
+
+class LoseCreateTransport(ForwardingTransport):
+    """The real platform; the first appointment create is sent and committed, or never sent, and either
+    way its answer never arrives."""
+
+    def __init__(self, *, send: bool) -> None:
+        super().__init__()
+        self._send = send
+        self._lost = False
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send for real, except the first create's answer (and, with ``send=False``, the create itself)."""
+        if request.method != "POST" or not request.url.path.endswith("/appointments") or self._lost:
+            return await super().handle_async_request(request)
+        self._lost = True
+        if self._send:
+            await super().handle_async_request(request)
+        raise httpx2.ReadError("connection reset by peer", request=request)
+
+
+async def test_a_lost_create_answer_resumes_to_its_appointment_even_after_the_price_changed(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """OSBP spec, Idempotency: the retry replays the appointment the lost create made (replay before
+    the platform's If-Match check), never a second one."""
+    adapter = make_adapter(
+        platform.base_url, tmp_path / "s.sqlite3", FixedClock(NOW), transport=LoseCreateTransport(send=True)
+    )
+    try:
+        inp = create_input()
+        token = token_of(await adapter.create_booking(inp))
+        lost = problem_of(await adapter.create_booking(approved(inp, token)))
+        assert lost.problem.code == "upstream_unavailable"
+        set_price(platform, CLEANING, "130.00")
+        receipt = value_of(await adapter.create_booking(approved(inp, token)))
+    finally:
+        await adapter.aclose()
+    assert platform.active_appointments(ORG) == 1
+    assert platform.appointment(ORG, receipt.booking_id)["price"]["amount"] == "120.00"
+
+
+async def test_a_create_that_never_arrived_is_not_resumed_at_changed_facts(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """OSBP spec, booking.create: the resumed create carries the approved offer's validator, so a price
+    changed meanwhile gets a fresh challenge, not a booking at a price the user did not approve."""
+    adapter = make_adapter(
+        platform.base_url, tmp_path / "s.sqlite3", FixedClock(NOW), transport=LoseCreateTransport(send=False)
+    )
+    try:
+        inp = create_input()
+        token = token_of(await adapter.create_booking(inp))
+        assert (
+            problem_of(await adapter.create_booking(approved(inp, token))).problem.code
+            == "upstream_unavailable"
+        )
+        set_price(platform, CLEANING, "130.00")
+        again = problem_of(await adapter.create_booking(approved(inp, token)))
+        assert platform.active_appointments(ORG) == 0
+        assert "$130.00" in summary_of(again.problem.message)
+        receipt = value_of(await adapter.create_booking(approved(inp, token_of(again))))
+    finally:
+        await adapter.aclose()
+    assert platform.appointment(ORG, receipt.booking_id)["price"]["amount"] == "130.00"
