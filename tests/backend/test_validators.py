@@ -40,6 +40,12 @@ def _change_price(client: TestClient, amount: str) -> None:
     assert response.status_code == 200
 
 
+def _create_if(client: TestClient, offer_token: str, key: str = "k1") -> Any:
+    """The default create, conditional on ``offer_token``."""
+    headers = {"Idempotency-Key": key, "If-Match": f'"{offer_token}"'}
+    return client.post(ORG + "/appointments", json=booking(), headers=headers)
+
+
 def test_catalog_reads_answer_304_to_their_own_etag(client):
     """RFC 9110 §13.1.2: If-None-Match with the current strong ETag answers 304 without a body."""
     for path in CATALOG_READS:
@@ -89,33 +95,20 @@ def test_availability_carries_the_catalog_version_and_a_token_per_slot(client):
 def test_a_create_with_the_current_offer_token_books(client):
     """RFC 9110 §13.1.1: If-Match with the current offer token lets the create through."""
     slot, _ = _slot(client)
-    response = client.post(
-        ORG + "/appointments",
-        json=booking(),
-        headers={"Idempotency-Key": "k1", "If-Match": f'"{slot["offer_token"]}"'},
-    )
-    assert response.status_code == 201
+    assert _create_if(client, slot["offer_token"]).status_code == 201
 
 
-def test_a_create_with_a_stale_offer_token_is_refused_412_and_books_nothing(client, runtime):
+def test_a_create_with_a_stale_offer_token_is_refused_412_and_books_nothing(client):
     """RFC 9110 §13.1.1: a price change after the offer was read fails the If-Match inside the create."""
     slot, _ = _slot(client)
     _change_price(client, "130.00")
-    response = client.post(
-        ORG + "/appointments",
-        json=booking(),
-        headers={"Idempotency-Key": "k1", "If-Match": f'"{slot["offer_token"]}"'},
-    )
+    response = _create_if(client, slot["offer_token"])
     assert response.status_code == 412
     assert response.headers["content-type"].startswith("application/problem+json")
     assert response.json()["code"] == "offer_changed"
     assert client.get("/_testing/stats").json()["appointments"] == 0
     fresh, _ = _slot(client)
-    retried = client.post(
-        ORG + "/appointments",
-        json=booking(),
-        headers={"Idempotency-Key": "k1", "If-Match": f'"{fresh["offer_token"]}"'},
-    )
+    retried = _create_if(client, fresh["offer_token"])
     assert retried.status_code == 201
     assert retried.json()["price"]["amount"] == "130.00"
 
@@ -123,11 +116,10 @@ def test_a_create_with_a_stale_offer_token_is_refused_412_and_books_nothing(clie
 def test_a_replay_answers_before_the_if_match_check(client):
     """IETF Idempotency-Key draft: a key already bound to its 201 replays it, whatever changed since."""
     slot, _ = _slot(client)
-    headers = {"Idempotency-Key": "k1", "If-Match": f'"{slot["offer_token"]}"'}
-    first = client.post(ORG + "/appointments", json=booking(), headers=headers)
+    first = _create_if(client, slot["offer_token"])
     assert first.status_code == 201
     _change_price(client, "130.00")
-    replay = client.post(ORG + "/appointments", json=booking(), headers=headers)
+    replay = _create_if(client, slot["offer_token"])
     assert replay.status_code == 201
     assert replay.headers["idempotent-replayed"] == "true"
     assert replay.json() == first.json()
