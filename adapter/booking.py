@@ -2,14 +2,19 @@
 
 The protocol core (:mod:`osbp.protocol.booking`) runs every rule; this module only talks to the platform:
 
-* :meth:`BookwellBooking.resolve` reads the service (with its policy), the organization (locations,
-  providers, zone) and the requested day's availability — three concurrent GETs, nothing fetched twice —
-  and describes the requested slot as an :class:`~osbp.protocol.port.Offer`: offered, taken, or naming an
-  id the platform does not know (a 404 on the service, or an unknown schedule or provider).
+* :meth:`BookwellBooking.resolve` reads the requested day's availability, the service (with its policy)
+  and the organization (locations, providers, zone): when the exact catalog cache holds the last two,
+  availability first and the catalog at the version the slots were computed at (no request when the
+  cache holds exactly that version, else conditional GETs); otherwise three concurrent GETs,
+  and describes the requested slot as an :class:`~osbp.protocol.port.Offer`: offered (with the slot's
+  ``offer_token`` as the offer's validator), taken, or naming an id the platform does not know (a 404 on
+  the service, or an unknown schedule or provider).
 * :meth:`BookwellBooking.place` sends ``POST …/appointments`` with a native ``Idempotency-Key`` derived from
   the OSBP key (so a repeated place replays the platform's stored 201 instead of booking again), the
   mandate id and the receipt id in the appointment metadata, the customer passed through, and the
-  verification code passed through (never stored, never logged) when present.
+  verification code passed through (never stored, never logged) when present, and the approved offer's
+  token as ``If-Match`` when the request carries one (``412 offer_changed`` → the port's
+  ``offer_changed``: nothing was booked).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import unicodedata
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from osbp.adapter import translate
@@ -72,22 +78,30 @@ class BookwellBooking:
             created = await self._api.create_appointment(
                 self._create_body(request, inp.customer or Customer(), customer_name),
                 native_idempotency_key(self._api.organization_id, inp.idempotency_key),
+                offer_token=request.validator,
             )
             return created if isinstance(created, Problem) else translate.booking(created)
 
         return await _guarded(work)
 
     async def _resolve(self, inp: BookingCreateInput, start_local: str) -> Offer | Problem:
-        native_service, organization, availability = await asyncio.gather(
-            self._api.service(inp.service_id),
-            self._api.organization(),
-            self._api.availability(
-                service_id=inp.service_id,
-                date=start_local[:10],
-                location_id=inp.schedule_id,
-                provider_id=inp.provider_id or None,
-            ),
+        slots = partial(
+            self._api.availability,
+            service_id=inp.service_id,
+            date=start_local[:10],
+            location_id=inp.schedule_id,
+            provider_id=inp.provider_id or None,
         )
+        if self._api.holds(service_id=inp.service_id):
+            # The catalog as of the version the slots were computed at: no request when the cache is exact.
+            availability, revision = await slots()
+            native_service, organization = await asyncio.gather(
+                self._api.service(inp.service_id, at=revision), self._api.organization(at=revision)
+            )
+        else:
+            native_service, organization, (availability, _) = await asyncio.gather(
+                self._api.service(inp.service_id), self._api.organization(), slots()
+            )
         if isinstance(organization, Problem):
             return organization
         if isinstance(native_service, Problem):
@@ -129,6 +143,7 @@ class BookwellBooking:
             policy=translate.policy(native_service, organization),
             not_offered=None if offered is not None else not_offered,
             unpriced_fees=tuple(translate.unknown_fees(native_service)),
+            validator=offered.offer_token if offered is not None else None,
         )
 
     def _create_body(self, request: BookingRequest, customer: Customer, name: str) -> dict[str, Any]:

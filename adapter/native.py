@@ -182,6 +182,8 @@ class NativeSlot(NativeModel):
     end_time: str
     duration_minutes: int
     price: NativePrice
+    #: The offer's validator, sent back as ``If-Match`` on the create (absent on older platform versions).
+    offer_token: str | None = None
 
 
 class NativeAvailability(NativeModel):

@@ -5,6 +5,7 @@
 | 428 ``requires_verification`` | ``requires_verification`` | yes |
 | 400 ``verification_failed`` (wrong, expired, locked, no open challenge) | ``verification_failed`` | no |
 | 409 ``slot_taken`` / ``slot_unavailable`` | ``slot_taken`` | yes |
+| 412 ``offer_changed`` (a failed ``If-Match``) | ``offer_changed`` (the core resolves again) | yes |
 | 422 ``idempotency_key_reused`` (the platform's own idempotency mismatch) | ``idempotency_conflict`` | no |
 | 409 ``idempotency_key_in_use`` | ``idempotency_in_progress`` | yes |
 | 429 ``rate_limited`` / ``verification_send_limited`` | ``rate_limited`` | yes |
@@ -38,6 +39,7 @@ from osbp.adapter.upstream import UpstreamResponse, UpstreamUnavailable
 from osbp.protocol.contract import AdapterResult, Failure
 from osbp.protocol.idempotency import IDEMPOTENCY_IN_PROGRESS
 from osbp.protocol.models import Problem
+from osbp.protocol.port import OFFER_CHANGED
 from osbp.protocol.problems import (
     INVALID_CUSTOMER,
     UNTRANSLATABLE_PLATFORM_DATA,
@@ -167,6 +169,13 @@ def from_response(response: UpstreamResponse) -> Problem:
         )
     if code in ("slot_taken", "slot_unavailable"):
         return problem(ProblemCode.SLOT_TAKEN)
+    if code == "offer_changed" or status == 412:
+        return problem(
+            OFFER_CHANGED,
+            "The platform refused the create because the offer's facts changed since they were read; "
+            "nothing was booked.",
+            retryable=True,
+        )
     if code == "idempotency_key_reused":
         return problem(
             ProblemCode.IDEMPOTENCY_CONFLICT,

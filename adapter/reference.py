@@ -7,6 +7,9 @@ core's: :func:`build_adapter` wraps the reference adapter in :class:`~osbp.proto
 in-process use, and the MCP server's composition root does the same with :func:`build_platform_adapter`.
 Every method returns a value and never raises for an expected failure.
 
+* Catalog reads (the organization, services and policies) come from the exact catalog cache of
+  :mod:`osbp.adapter.bookwell`: a conditional GET, or no request at all when another answer states the
+  very catalog version the cached entry was read at; availability is always read afresh.
 * The read tools (service.describe, availability.find, policy.explain) fall back to the configured
   default service and schedule when the input omits them; booking.create never defaults anything
   (:mod:`osbp.adapter.booking`).
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from functools import partial
 
 import httpx2
 
@@ -128,15 +132,21 @@ class ReferenceAdapter:
                 return Failure(problem(INVALID_INPUT, "date must be a merchant-local date YYYY-MM-DD."))
             if inp.earliest_start is not None and parse_wall_clock(inp.earliest_start) is None:
                 return Failure(problem(INVALID_INPUT, _EARLIEST_START_FORMAT))
-            organization, availability = await asyncio.gather(
-                self._api.organization(),
-                self._api.availability(
-                    service_id=service_id,
-                    date=inp.date,
-                    location_id=inp.schedule_id or self._settings.default_schedule_id,
-                    provider_id=inp.provider_id,
-                ),
+            slots = partial(
+                self._api.availability,
+                service_id=service_id,
+                date=inp.date,
+                location_id=inp.schedule_id or self._settings.default_schedule_id,
+                provider_id=inp.provider_id,
             )
+            if self._api.holds():
+                # The organization as of the catalog the slots were computed from (no request if exact).
+                availability, revision = await slots()
+                if isinstance(availability, Problem):
+                    return Failure(availability)
+                organization = await self._api.organization(at=revision)
+            else:
+                organization, (availability, _) = await asyncio.gather(self._api.organization(), slots())
             if isinstance(availability, Problem):
                 return Failure(availability)
             if isinstance(organization, Problem):
@@ -157,9 +167,15 @@ class ReferenceAdapter:
             service_id = self._service_id(inp.service_id)
             if isinstance(service_id, Problem):
                 return Failure(service_id)
-            service, organization = await asyncio.gather(
-                self._api.service(service_id), self._api.organization()
-            )
+            if self._api.holds():
+                service, revision = await self._api.service_read(service_id)
+                if isinstance(service, Problem):
+                    return Failure(service)
+                organization = await self._api.organization(at=revision)
+            else:
+                service, organization = await asyncio.gather(
+                    self._api.service(service_id), self._api.organization()
+                )
             if isinstance(service, Problem):
                 return Failure(service)
             if isinstance(organization, Problem):

@@ -4,9 +4,11 @@ The create runs inside one `BEGIN IMMEDIATE` transaction: it resolves the ids, c
 verification and the slot (including the provider's overlapping active appointments), and inserts, so
 no other writer can slip in between check and insert. The partial unique index on (provider, start) is
 the backstop: if it ever fires, the answer is still 409 `slot_taken`. The platform never double-sells a
-provider's time. The Idempotency-Key's lookup and record are part of the same transaction, so a crash can
-never leave a key claimed without its appointment. A refused create commits only what its checks recorded
-(a wrong verification code's attempt).
+provider's time. A create sent with `If-Match` (the slot's `offer_token` from availability) is refused
+with 412 `offer_changed`, in the same transaction, when the offer's facts changed since
+(`osbp.backend.validators`); an idempotent replay answers first. The Idempotency-Key's lookup and record
+are part of the same transaction, so a crash can never leave a key claimed without its appointment. A
+refused create commits only what its checks recorded (a wrong verification code's attempt).
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from osbp.backend.catalog import (
     not_found,
     service_price,
 )
+from osbp.backend.catalog_cache import catalog_version
 from osbp.backend.contacts import check_email, check_phone
 from osbp.backend.db import Database
 from osbp.backend.models import Appointment, Customer, Organization, Service, VerificationChallenge
 from osbp.backend.problems import ProblemError
 from osbp.backend.tokens import TokenSource
+from osbp.backend.validators import matches_any, offer_token
 from osbp.backend.verification import check_code
 from osbp.backend.wire import AppointmentCreate, AppointmentOut, CustomerOut
 
@@ -56,11 +60,13 @@ def create(
     request: AppointmentCreate,
     now: datetime,
     tokens: TokenSource,
+    if_match: str | None = None,
 ) -> Created:
     """Create an appointment exactly once per Idempotency-Key, or raise why not.
 
     The key's lookup, every check, the insert and the stored response are one transaction: whatever process
-    dies when, the key is either free or bound to its committed appointment and 201.
+    dies when, the key is either free or bound to its committed appointment and 201. ``if_match`` (the
+    request's ``If-Match``) is checked right after the replay lookup, before anything else.
     """
     digest = idempotency.fingerprint(request.model_dump(mode="json"))
     try:
@@ -71,6 +77,8 @@ def create(
             )
             if replay is not None:
                 return Created(body=replay.body, replayed=True, status_code=replay.status_code)
+            if if_match is not None:
+                _check_offer(session, organization_id, request, if_match)
             outcome = _create_locked(
                 session, organization_id=organization_id, request=request, now=now, tokens=tokens
             )
@@ -87,6 +95,24 @@ def create(
         return Created(body=body, replayed=False)
     except IntegrityError:
         raise ProblemError("slot_taken", "The provider's time was booked by a concurrent request.") from None
+
+
+def _check_offer(session: Session, organization_id: str, request: AppointmentCreate, if_match: str) -> None:
+    """412 ``offer_changed`` unless ``if_match`` lists the requested slot's offer token as of now."""
+    current = offer_token(
+        catalog_version(session),
+        location_id=request.location_id,
+        provider_id=request.provider_id,
+        service_id=request.service_id,
+        date=request.date,
+        time=request.time,
+    )
+    if not matches_any(if_match, f'"{current}"', weak=False):
+        raise ProblemError(
+            "offer_changed",
+            "The offer changed since it was read (price, policy or catalog details): read availability "
+            "again and create with the new offer_token.",
+        )
 
 
 def _create_locked(

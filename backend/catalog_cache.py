@@ -17,7 +17,13 @@ from collections.abc import Callable
 from sqlalchemy import Connection, text
 from sqlmodel import Session
 
-__all__ = ["CATALOG_TABLES", "CatalogCache", "catalog_revision", "install_catalog_revision"]
+__all__ = [
+    "CATALOG_TABLES",
+    "CatalogCache",
+    "catalog_revision",
+    "catalog_version",
+    "install_catalog_revision",
+]
 
 #: The tables whose rows make up catalog answers.
 CATALOG_TABLES = ("organization", "location", "provider", "service")
@@ -26,6 +32,15 @@ _REVISION_TABLE = """
 CREATE TABLE IF NOT EXISTS catalog_revision (
     id       INTEGER PRIMARY KEY CHECK (id = 1),
     revision INTEGER NOT NULL
+)
+"""
+
+# The counter restarts with every new database, so a random epoch, drawn once per database file, makes
+# the published version unique across databases (a platform restarted on a fresh one never repeats it).
+_EPOCH_TABLE = """
+CREATE TABLE IF NOT EXISTS catalog_epoch (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    epoch TEXT NOT NULL
 )
 """
 
@@ -41,6 +56,10 @@ def install_catalog_revision(connection: Connection) -> None:
     """Create the revision counter and its triggers if missing (after the catalog tables exist)."""
     connection.execute(text(_REVISION_TABLE))
     connection.execute(text("INSERT OR IGNORE INTO catalog_revision (id, revision) VALUES (1, 0)"))
+    connection.execute(text(_EPOCH_TABLE))
+    connection.execute(
+        text("INSERT OR IGNORE INTO catalog_epoch (id, epoch) VALUES (1, lower(hex(randomblob(6))))")
+    )
     for table in CATALOG_TABLES:
         for event in ("INSERT", "UPDATE", "DELETE"):
             connection.execute(text(_trigger(table, event)))
@@ -59,6 +78,17 @@ def catalog_revision(session: Session) -> int:
     if row is None:  # the row is created with the table and never deleted
         raise RuntimeError("the catalog revision row is missing")
     return int(row[0])
+
+
+def catalog_version(session: Session) -> str:
+    """The catalog's published version ``<epoch>-<revision>``, as seen by ``session``'s transaction.
+
+    Opaque to clients: equal versions mean the same catalog (organizations, locations, providers,
+    services and their policies); any change to it yields a new version.
+    """
+    query = text("SELECT e.epoch || '-' || r.revision FROM catalog_epoch e, catalog_revision r")
+    version: str = session.connection().execute(query).scalar_one()
+    return version
 
 
 class CatalogCache:

@@ -40,6 +40,7 @@ TITLES: dict[str, tuple[int, str]] = {
     "slot_taken": (409, "Slot taken"),
     "slot_unavailable": (409, "Slot unavailable"),
     "appointment_not_cancellable": (409, "Appointment cannot change status"),
+    "offer_changed": (412, "Offer changed"),
     "idempotency_key_reused": (422, "Idempotency-Key reused with a different request"),
     "provider_not_eligible": (422, "Provider not eligible"),
     "requires_verification": (428, "Customer verification required"),

@@ -1,8 +1,10 @@
 """The test-only control surface under `/_testing/`, mounted only when `enable_testing` is set.
 
 Arm an organization's next appointment create to fail (consumed once), read the outbox (the stand-in
-SMS/email gateway), set or advance the platform clock, reset to seeds, and read counters that prove a
-write did or did not happen. The shapes are a contract with the conformance battery and the demo.
+SMS/email gateway), set or advance the platform clock, reset to seeds, read counters that prove a
+write did or did not happen, and change a service's price or policy or a provider's name on the running
+platform (as a merchant editing its catalog would). The shapes are a contract with the conformance
+battery and the demo.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 from sqlmodel import col, func, select
 
 from osbp.backend.api.deps import RuntimeDep
-from osbp.backend.catalog import get_organization
+from osbp.backend.catalog import get_organization, get_provider, get_service
 from osbp.backend.models import ACTIVE_STATUSES, Appointment, OutboxMessage
 
-__all__ = ["ArmRequest", "ClockRequest", "router"]
+__all__ = ["ArmRequest", "ClockRequest", "ProviderChange", "ServiceChange", "router"]
 
 router = APIRouter(prefix="/_testing", tags=["testing"])
 
@@ -86,6 +88,38 @@ class Stats(BaseModel):
     appointments: int
     active_appointments: int
     create_requests: int
+
+
+class ServiceChange(BaseModel):
+    """New values for some of a service's price and policy fields (the fields given are changed)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    organization_id: str = Field(min_length=1, max_length=100)
+    service_id: str = Field(min_length=1, max_length=100)
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    price_amount: str | None = Field(default=None, pattern=r"^\d+\.\d{2}$")
+    cancellation_allowed: bool | None = None
+    cancellation_window_minutes: int | None = Field(default=None, ge=0)
+    cancellation_fee: str | None = Field(default=None, pattern=r"^\d+\.\d{2}$")
+    no_show_fee: str | None = Field(default=None, pattern=r"^\d+\.\d{2}$")
+
+
+class ProviderChange(BaseModel):
+    """A provider's new display name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    organization_id: str = Field(min_length=1, max_length=100)
+    provider_id: str = Field(min_length=1, max_length=100)
+    name: str = Field(min_length=1, max_length=200)
+
+
+class Changed(BaseModel):
+    """What changed."""
+
+    id: str
+    changed: list[str]
 
 
 def _iso(epoch: int | float) -> str:
@@ -167,3 +201,25 @@ def stats(runtime: RuntimeDep, organization_id: Annotated[str | None, Query(max_
         active_appointments=active_appointments,
         create_requests=runtime.create_requests(organization_id),
     )
+
+
+@router.post("/service", response_model=Changed)
+def change_service(body: ServiceChange, runtime: RuntimeDep) -> Changed:
+    """Change the given fields of a service (a catalog change: bumps the catalog version)."""
+    fields = sorted(body.model_fields_set - {"organization_id", "service_id"})
+    with runtime.db.write() as session:
+        service = get_service(session, body.organization_id, body.service_id)
+        for name in fields:
+            setattr(service, name, getattr(body, name))
+        session.add(service)
+    return Changed(id=body.service_id, changed=fields)
+
+
+@router.post("/provider", response_model=Changed)
+def change_provider(body: ProviderChange, runtime: RuntimeDep) -> Changed:
+    """Rename a provider (a catalog change: bumps the catalog version)."""
+    with runtime.db.write() as session:
+        provider = get_provider(session, body.organization_id, body.provider_id)
+        provider.name = body.name
+        session.add(provider)
+    return Changed(id=body.provider_id, changed=["name"])

@@ -205,6 +205,8 @@ class SlotOut(BaseModel):
     end_time: str
     duration_minutes: int
     price: Price
+    #: The validator of this offer: send it as ``If-Match`` on the create (412 ``offer_changed`` if stale).
+    offer_token: str
 
 
 class AvailabilityOut(BaseModel):

@@ -23,6 +23,12 @@ Token rules:
 * spent by :meth:`ApprovalGate.mark_spent` once the booking is created, with every other token of that
   payload (replays are the idempotency store's job). A spent, expired or foreign token gets a fresh
   challenge, never an approval.
+
+When the facts behind a challenge carry the platform's validator, the gate keeps that offer with the
+token's row (:meth:`ApprovalGate.evaluate`'s ``offer``; JSON of the service, slot, policy and validator:
+no token, no customer data beyond what the payload hash already binds), and
+:meth:`ApprovalGate.approved_offer` hands it back for the approved retry of the same payload while the
+token is unspent and unexpired, so the core can place it with the validator instead of resolving again.
 """
 
 from __future__ import annotations
@@ -260,8 +266,12 @@ class ApprovalGate:
         self._token_source = token_source
         self._ttl = ttl
 
-    def evaluate(self, inp: BookingCreateInput, summary: str) -> ApprovalDecision:
-        """:class:`Approved` if ``inp.approval`` is valid for this payload and summary, else the challenge."""
+    def evaluate(self, inp: BookingCreateInput, summary: str, offer: str | None = None) -> ApprovalDecision:
+        """:class:`Approved` if ``inp.approval`` is valid for this payload and summary, else the challenge.
+
+        ``offer`` (the resolved offer's JSON, when it carries a validator) is kept with a new challenge's
+        token for :meth:`approved_offer`.
+        """
         payload_hash = booking_payload_hash(inp)
         summary_hash = sha256_hex(summary)
         now = to_micros(self._clock.now())
@@ -293,17 +303,39 @@ class ApprovalGate:
             db.execute("DELETE FROM approvals WHERE expires_at < ?", (now - 86_400_000_000,))
             token = self._token_source()
             db.execute(
-                "INSERT INTO approvals (token_hash, payload_hash, summary_hash, issued_at, expires_at)"
-                " VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO approvals"
+                " (token_hash, payload_hash, summary_hash, issued_at, expires_at, offer_json)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
                 (
                     approval_token_hash(token),
                     payload_hash,
                     summary_hash,
                     now,
                     now + duration_micros(self._ttl),
+                    offer,
                 ),
             )
         return _challenge(summary, token, reason)
+
+    def approved_offer(self, inp: BookingCreateInput) -> str | None:
+        """The offer kept with ``inp.approval``'s token, if the token is this payload's, unspent, unexpired.
+
+        ``None`` otherwise (no approval, another payload, spent, expired, or no offer kept): the caller
+        resolves afresh and :meth:`evaluate` answers the token as it would have.
+        """
+        if inp.approval is None:
+            return None
+        with self._state.read() as db:
+            row = db.execute(
+                "SELECT payload_hash, expires_at, spent_at, offer_json FROM approvals WHERE token_hash = ?",
+                (approval_token_hash(inp.approval.token),),
+            ).fetchone()
+        if row is None or row[0] != booking_payload_hash(inp) or row[2] is not None:
+            return None
+        if row[1] <= to_micros(self._clock.now()):
+            return None
+        offer: str | None = row[3]
+        return offer
 
     def mark_spent(self, token: str) -> None:
         """Spend ``token``, and every other token of its payload, once the booking it approved was created."""
@@ -315,9 +347,17 @@ class ApprovalGate:
                 (now, approval_token_hash(token)),
             )
 
-    async def aevaluate(self, inp: BookingCreateInput, summary: str) -> ApprovalDecision:
+    async def aevaluate(
+        self, inp: BookingCreateInput, summary: str, offer: str | None = None
+    ) -> ApprovalDecision:
         """:meth:`evaluate` in a worker thread."""
-        return await anyio.to_thread.run_sync(self.evaluate, inp, summary)
+        return await anyio.to_thread.run_sync(self.evaluate, inp, summary, offer)
+
+    async def aapproved_offer(self, inp: BookingCreateInput) -> str | None:
+        """:meth:`approved_offer` in a worker thread (no thread when there is no approval to look up)."""
+        if inp.approval is None:
+            return None
+        return await anyio.to_thread.run_sync(self.approved_offer, inp)
 
     async def amark_spent(self, token: str) -> None:
         """:meth:`mark_spent` in a worker thread."""

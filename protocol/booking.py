@@ -10,21 +10,26 @@
    before anything that needs the platform, so an expired mandate is never reported as a platform outage.
 3. **Idempotency claim**: another payload under the key → ``idempotency_conflict``; a concurrent duplicate
    waits for the first call, then replays.
-4. **Resolve** through the port: the service, slot and policy as the platform reports them now.
+4. **Resolve** through the port: the service, slot and policy as the platform reports them now; or, on
+   the approved retry, the offer the user approved when it was kept with the approval because it carries
+   the platform's validator (no platform request).
 5. **Mandate, every step** (:func:`~osbp.protocol.mandate.validate_mandate`) on the resolved facts; when
    the platform does not know the service, the steps that need no service facts still answer first.
 6. **Bookable**: no fee of unknown amount (fail closed), a provider id, the platform still offers the
    exact slot (else ``slot_taken`` or the unknown id), and a customer with a name and a contact.
 7. **Approval**: the final-confirmation gate on a summary built from the facts just resolved.
-8. **Place** through the port (idempotent per key), then settle: the receipt and a snapshot of the booking
-   stored under the key, the approval token spent. Every other outcome hands the key back (shielded from
-   cancellation) so the same attempt can be retried.
+8. **Place** through the port (idempotent per key, with the offer's validator when it has one), then
+   settle: the receipt and a snapshot of the booking stored under the key, the approval token spent.
+   When the platform refuses the placement because the offer's facts changed (the port's
+   ``offer_changed``), nothing was booked: steps 4-8 run again on freshly resolved facts, so the user is
+   challenged again when the summary changed, or gets the Problem the new facts call for. Every other
+   outcome hands the key back (shielded from cancellation) so the same attempt can be retried.
 """
 
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 
@@ -55,8 +60,16 @@ from osbp.protocol.models import (
     Service,
     Slot,
 )
-from osbp.protocol.port import OUTCOME_UNKNOWN, BookingRequest, Offer, PlatformAdapter
-from osbp.protocol.problems import INVALID_CUSTOMER, ProblemCode, problem
+from osbp.protocol.port import (
+    OFFER_CHANGED,
+    OUTCOME_UNKNOWN,
+    BookingRequest,
+    Offer,
+    PlatformAdapter,
+    offer_from_json,
+    offer_to_json,
+)
+from osbp.protocol.problems import INVALID_CUSTOMER, UPSTREAM_UNAVAILABLE, ProblemCode, problem
 
 __all__ = ["BookingPipeline", "receipt_text"]
 
@@ -104,6 +117,22 @@ _UNSETTLED = problem(
 )
 
 
+#: Placements one call tries while the platform keeps answering that the offer's facts just changed.
+_PLACE_ROUNDS = 3
+
+_KEEPS_CHANGING = problem(
+    UPSTREAM_UNAVAILABLE,
+    "The merchant's catalog kept changing while this booking was placed, so nothing was booked. Retry "
+    "booking.create with the same payload, idempotency_key and approval shortly.",
+    retryable=True,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _OfferChanged:
+    """The platform refused the placement: a fact the offer's validator covers changed (nothing booked)."""
+
+
 def _authorizes(inp: BookingCreateInput, placing: Placing) -> bool:
     """Whether the call carries the approval token that authorized the placed attempt."""
     return inp.approval is not None and sha256_hex(inp.approval.token) == placing.token_hash
@@ -126,6 +155,8 @@ class _Bookable:
     policy: Policy
     customer: Customer
     customer_name: str
+    #: The offer the facts came from (its validator travels with the placement).
+    offer: Offer
 
 
 class BookingPipeline:
@@ -187,8 +218,38 @@ class BookingPipeline:
     async def _first(
         self, request: BookingRequest, claim: Claimed, attempt: _Attempt
     ) -> AdapterResult[Receipt]:
-        """A new attempt: every check on fresh platform facts, the gate, then the platform create."""
-        bookable = await self._check(request)
+        """A new attempt: every check on the offer, the gate, then the platform create.
+
+        The offer is the one the user approved when the approval carries one kept with its token (placed
+        with its validator), else the platform's facts resolved now.
+        """
+        return await self._rounds(request, await self._kept_offer(request.input), claim, attempt)
+
+    async def _kept_offer(self, inp: BookingCreateInput) -> Offer | None:
+        kept = await self._approvals.aapproved_offer(inp)
+        if kept is None:
+            return None
+        try:
+            return offer_from_json(kept)
+        except (ValueError, KeyError):  # kept by another version in another shape: resolve afresh
+            return None
+
+    async def _rounds(
+        self, request: BookingRequest, offer: Offer | None, claim: Claimed, attempt: _Attempt
+    ) -> AdapterResult[Receipt]:
+        """Check, approve and place; when the platform says the offer's facts changed, resolve again."""
+        for _round in range(_PLACE_ROUNDS):
+            resolved = offer if offer is not None else await self._adapter.resolve_booking(request)
+            outcome = await self._approve_and_place(request, resolved, claim, attempt)
+            if not isinstance(outcome, _OfferChanged):
+                return outcome
+            offer = None  # nothing was booked: the next round resolves the current facts
+        return Failure(_KEEPS_CHANGING)
+
+    async def _approve_and_place(
+        self, request: BookingRequest, resolved: Offer | Problem, claim: Claimed, attempt: _Attempt
+    ) -> AdapterResult[Receipt] | _OfferChanged:
+        bookable = self._check(request, resolved)
         if isinstance(bookable, Problem):
             return Failure(bookable)
         summary = build_approval_summary(
@@ -198,7 +259,9 @@ class BookingPipeline:
             bookable.customer,
             customer_name=bookable.customer_name,
         )
-        decision = await self._approvals.aevaluate(request.input, summary)
+        offer = bookable.offer
+        kept = offer_to_json(offer) if offer.validator is not None else None
+        decision = await self._approvals.aevaluate(request.input, summary, kept)
         if not isinstance(decision, Approved):
             return Failure(decision)
         context = {
@@ -206,8 +269,12 @@ class BookingPipeline:
             "provider_name": bookable.slot.provider_name,
             "schedule_timezone": bookable.slot.schedule_timezone,
         }
+        if offer.validator is not None:
+            # Kept for a resume after a crash: it re-sends the create on the same approved facts.
+            context["offer_validator"] = offer.validator
         await self._idempotency.amark_placing(claim.lease, decision.token, context)
-        return await self._place(request, bookable.customer_name, decision.token, context, claim, attempt)
+        placed = replace(request, validator=offer.validator)
+        return await self._place(placed, bookable.customer_name, decision.token, context, claim, attempt)
 
     async def _resume(
         self, inp: BookingCreateInput, claim: Claimed, placing: Placing, attempt: _Attempt
@@ -215,15 +282,19 @@ class BookingPipeline:
         """An approved attempt that may have reached the platform: send the same create again.
 
         No availability re-check (the slot may be taken by this very attempt's appointment): the platform's
-        idempotency replays the appointment it made under the same key, or makes it now.
+        idempotency replays the appointment it made under the same key, or makes it now, with the approved
+        offer's validator when it had one (so not at facts that changed since: then this resolves again).
         """
         start_local = check_requested_wall_clock(inp.date, inp.time)
         name = merchant_visible_name(inp.customer)
         if isinstance(start_local, Problem) or name is None or inp.approval is None:  # it passed when placed
             attempt.outcome_known = False
             return Failure(_UNSETTLED)
-        request = BookingRequest(inp, start_local)
-        return await self._place(request, name, inp.approval.token, placing.context, claim, attempt)
+        request = BookingRequest(inp, start_local, validator=placing.context.get("offer_validator"))
+        outcome = await self._place(request, name, inp.approval.token, placing.context, claim, attempt)
+        if isinstance(outcome, _OfferChanged):
+            return await self._rounds(BookingRequest(inp, start_local), None, claim, attempt)
+        return outcome
 
     async def _place(
         self,
@@ -233,11 +304,13 @@ class BookingPipeline:
         context: dict[str, str | None],
         claim: Claimed,
         attempt: _Attempt,
-    ) -> AdapterResult[Receipt]:
+    ) -> AdapterResult[Receipt] | _OfferChanged:
         attempt.outcome_known = False  # from here the platform may create the appointment
         booking = await self._adapter.place_booking(request, customer_name)
         if isinstance(booking, Problem):
             attempt.outcome_known = booking.code not in OUTCOME_UNKNOWN
+            if booking.code == OFFER_CHANGED:
+                return _OfferChanged()
             return Failure(booking)
         receipt = Receipt(
             id=request.receipt_id,
@@ -256,8 +329,7 @@ class BookingPipeline:
         await self._approvals.amark_spent(token)
         return Success(receipt)
 
-    async def _check(self, request: BookingRequest) -> _Bookable | Problem:
-        offer = await self._adapter.resolve_booking(request)
+    def _check(self, request: BookingRequest, offer: Offer | Problem) -> _Bookable | Problem:
         if isinstance(offer, Problem):
             return offer
         if offer.service is None or offer.slot is None or offer.policy is None:
@@ -300,7 +372,7 @@ class BookingPipeline:
                 f"customer.{controlled[0]} contains a control character (such as a tab, newline or NUL); "
                 "send the name as plain text.",
             )
-        return _Bookable(offer.service, offer.slot, offer.policy, customer, name)
+        return _Bookable(offer.service, offer.slot, offer.policy, customer, name, offer)
 
     def _unknown_service(self, request: BookingRequest, offer: Offer) -> Problem:
         """Scope and window still answer first when the platform does not know the service."""

@@ -28,10 +28,22 @@ Guarantees each booking method must give (docs/adapter.md explains them with a w
   not. The core resumes an unknown outcome by calling ``place_booking`` again with the same request;
 * ``place_booking`` passes ``verification_code`` through to the platform untouched and never stores or
   logs it; a platform that wants verification answers ``requires_verification``.
+
+Validators (optional). A platform that can make a create conditional on the facts of an offer (an ETag,
+an offer or revision token checked inside its create transaction) lets the adapter put that validator on
+:attr:`Offer.validator`. The core then keeps the offer the user approved with the approval (bound to the
+approval token's hash) and, on the approved retry, places it without resolving again: the checks that
+depend on the clock (the mandate's expiry and window) still run on the stored offer, and
+:attr:`BookingRequest.validator` carries the validator to ``place_booking``, which must send it so the
+platform refuses the create if any fact it covers changed. That refusal is ``place_booking``'s
+:data:`OFFER_CHANGED` Problem (it promises no appointment was made); the core then resolves afresh and
+challenges the user again if the summary changed, so nothing is ever booked at facts the user did not
+approve. An adapter without validators leaves both ``None``: every create resolves afresh, as before.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -47,7 +59,20 @@ from osbp.protocol.models import (
 )
 from osbp.protocol.problems import UNTRANSLATABLE_PLATFORM_DATA, UPSTREAM_UNAVAILABLE, ProblemCode
 
-__all__ = ["OUTCOME_UNKNOWN", "BookingRequest", "Offer", "PlatformAdapter", "receipt_id"]
+__all__ = [
+    "OFFER_CHANGED",
+    "OUTCOME_UNKNOWN",
+    "BookingRequest",
+    "Offer",
+    "PlatformAdapter",
+    "offer_from_json",
+    "offer_to_json",
+    "receipt_id",
+]
+
+#: ``place_booking``'s answer when the platform refused the create because a fact the offer's validator
+#: covers changed (no appointment was made). Port-internal: the core resolves again, never returns it.
+OFFER_CHANGED = "offer_changed"
 
 #: ``place_booking`` Problems after which the platform may still have created the appointment.
 OUTCOME_UNKNOWN = frozenset(
@@ -72,6 +97,9 @@ class BookingRequest:
     input: BookingCreateInput
     #: ``date`` + ``time`` as one merchant wall-clock string (``2026-05-05T13:00:00``), already checked.
     starts_at_local: str
+    #: The approved offer's :attr:`Offer.validator`: ``place_booking`` sends it so the platform refuses
+    #: the create (:data:`OFFER_CHANGED`) if the facts moved. ``None``: an unconditional create.
+    validator: str | None = None
 
     @property
     def date(self) -> str:
@@ -112,6 +140,38 @@ class Offer:
     not_offered: Problem | None = None
     #: Fees the platform says it charges without saying how much ("cancellation fee", "no-show fee").
     unpriced_fees: tuple[str, ...] = ()
+    #: The platform's opaque validator over these facts (see the module docstring), when it has one.
+    validator: str | None = None
+
+
+def offer_to_json(offer: Offer) -> str:
+    """A bookable offer (service, slot and policy known) as the JSON kept with its approval."""
+    if offer.service is None or offer.slot is None or offer.policy is None:
+        raise ValueError("only an offer with its service, slot and policy is kept")
+    return json.dumps(
+        {
+            # Each model as its own JSON text, every field kept: read back it is equal to the original.
+            "service": offer.service.model_dump_json(),
+            "slot": offer.slot.model_dump_json(),
+            "policy": offer.policy.model_dump_json(),
+            "unpriced_fees": list(offer.unpriced_fees),
+            "validator": offer.validator,
+        },
+        separators=(",", ":"),
+        sort_keys=True,
+    )
+
+
+def offer_from_json(text: str) -> Offer:
+    """The offer :func:`offer_to_json` kept (offered: ``not_offered`` is ``None``)."""
+    kept = json.loads(text)
+    return Offer(
+        service=Service.model_validate_json(kept["service"]),
+        slot=Slot.model_validate_json(kept["slot"]),
+        policy=Policy.model_validate_json(kept["policy"]),
+        unpriced_fees=tuple(kept["unpriced_fees"]),
+        validator=kept["validator"],
+    )
 
 
 @runtime_checkable

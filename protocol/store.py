@@ -48,7 +48,8 @@ CREATE TABLE IF NOT EXISTS approvals (
     summary_hash   TEXT NOT NULL,
     issued_at      INTEGER NOT NULL,
     expires_at     INTEGER NOT NULL,
-    spent_at       INTEGER
+    spent_at       INTEGER,
+    offer_json     TEXT
 );
 CREATE INDEX IF NOT EXISTS approvals_by_payload ON approvals (payload_hash, summary_hash);
 CREATE TABLE IF NOT EXISTS booking_snapshots (
@@ -61,7 +62,10 @@ CREATE TABLE IF NOT EXISTS booking_snapshots (
 
 
 #: Columns added to a table after its first release: a file made by an older version gains them on open.
-_ADDED_COLUMNS = {"idempotency": ("lease_owner TEXT", "placing_json TEXT")}
+_ADDED_COLUMNS = {
+    "idempotency": ("lease_owner TEXT", "placing_json TEXT"),
+    "approvals": ("offer_json TEXT",),
+}
 
 
 def _missing_columns(connection: sqlite3.Connection) -> list[tuple[str, str]]:

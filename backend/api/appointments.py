@@ -56,6 +56,7 @@ def _path(organization_id: str, appointment_id: str) -> str:
         "provider_not_found",
         "slot_taken",
         "slot_unavailable",
+        "offer_changed",
         "idempotency_key_reused",
         "provider_not_eligible",
         "requires_verification",
@@ -69,8 +70,15 @@ def create_appointment(
     idempotency_key: Annotated[
         str | None, Header(alias="Idempotency-Key", description="required; 1-255 visible ASCII characters")
     ] = None,
+    if_match: Annotated[
+        str | None,
+        Header(
+            alias="If-Match",
+            description='optional: the slot\'s offer_token, quoted ("ofr_…"); 412 offer_changed if stale',
+        ),
+    ] = None,
 ) -> Response:
-    """Book a slot atomically (exactly once per Idempotency-Key)."""
+    """Book a slot atomically (exactly once per Idempotency-Key), optionally only at the offer's facts."""
     key = parse_key(idempotency_key)
     armed = runtime.take_armed(organization_id)
     if armed is not None:
@@ -82,6 +90,7 @@ def create_appointment(
         request=body,
         now=runtime.clock.now(),
         tokens=runtime.tokens,
+        if_match=if_match,
     )
     headers = {"Location": _path(organization_id, str(outcome.body.get("id", "")))}
     if outcome.replayed:

@@ -25,7 +25,9 @@ from osbp.backend.catalog import (
     providers_of,
     service_price,
 )
+from osbp.backend.catalog_cache import catalog_version
 from osbp.backend.problems import ProblemError
+from osbp.backend.validators import REVISION_HEADER, offer_token
 from osbp.backend.wire import DATE_PATTERN, AvailabilityOut, SlotOut
 
 __all__ = ["router"]
@@ -53,7 +55,10 @@ async def read_availability(
     location_id: Annotated[str | None, Query(max_length=100)] = None,
     provider_id: Annotated[str | None, Query(max_length=100)] = None,
 ) -> Response:
-    """Bookable slots (deprecated: carries Deprecation, Sunset and Link headers)."""
+    """Bookable slots (deprecated: carries Deprecation, Sunset and Link headers).
+
+    Each slot carries its ``offer_token``, and the answer the catalog version it was computed at.
+    """
     try:
         day = date.fromisoformat(date_)
     except ValueError:
@@ -63,6 +68,7 @@ async def read_availability(
             {"errors": [{"field": "query.date", "message": "not a calendar date"}]},
         ) from None
     with runtime.db.read() as session:
+        version = catalog_version(session)
         organization = get_organization(session, organization_id)
         service = get_service(session, organization_id, service_id)
         # The whole list only when the query does not name one (a filtered query is the common case).
@@ -103,8 +109,18 @@ async def read_availability(
                 end_time=slot.opening.local_end.strftime("%H:%M"),
                 duration_minutes=service.duration_minutes,
                 price=price,
+                offer_token=offer_token(
+                    version,
+                    location_id=slot.location.id,
+                    provider_id=slot.provider.id,
+                    service_id=service.id,
+                    date=slot.opening.local_start.date().isoformat(),
+                    time=slot.opening.local_start.strftime("%H:%M"),
+                ),
             )
             for slot in slots
         ],
     )
-    return model_response(found)
+    response = model_response(found)
+    response.headers[REVISION_HEADER] = version
+    return response

@@ -1,7 +1,9 @@
 """Organizations and their services (each service with its policy).
 
 Answers are rendered once per catalog revision and then served from the runtime's `CatalogCache`
-(`osbp.backend.catalog_cache`): the revision is read in the same transaction as the rows.
+(`osbp.backend.catalog_cache`): the revision is read in the same transaction as the rows. Each answer
+carries its strong `ETag` and the catalog version it was computed at (`Bookwell-Catalog-Revision`), and a
+matching `If-None-Match` is answered `304` without a body (`osbp.backend.validators`).
 
 Read routes are `async def` and query SQLite on the event loop: a read is a few indexed rows and a
 millisecond or two of Python, WAL readers never wait for a writer, and under the GIL a worker thread
@@ -11,11 +13,14 @@ may wait out the busy timeout) stay `def`, in the thread pool.
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
-from sqlmodel import col, select
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header
+from sqlmodel import Session, col, select
 from starlette.responses import Response
 
-from osbp.backend.api.deps import RuntimeDep, json_response, model_json, problem_responses, version_pin
+from osbp.backend.api.deps import RuntimeDep, model_json, problem_responses, version_pin
 from osbp.backend.catalog import (
     get_organization,
     get_service,
@@ -26,17 +31,44 @@ from osbp.backend.catalog import (
     service_out,
     services_of,
 )
-from osbp.backend.catalog_cache import catalog_revision
+from osbp.backend.catalog_cache import catalog_revision, catalog_version
 from osbp.backend.models import Organization
+from osbp.backend.runtime import Runtime
+from osbp.backend.validators import REVISION_HEADER, entity_tag, matches_any
 from osbp.backend.wire import OrganizationList, OrganizationOut, ServiceList, ServiceOut
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api", tags=["organizations"], dependencies=[Depends(version_pin)])
 
+IfNoneMatch = Annotated[
+    str | None,
+    Header(alias="If-None-Match", description="an ETag from an earlier answer: 304 while it still matches"),
+]
+
+
+def _conditional(body: bytes, version: str, if_none_match: str | None) -> Response:
+    """The catalog answer with its validators, or ``304`` when the client's copy is still current."""
+    tag = entity_tag(body)
+    headers = {"ETag": tag, REVISION_HEADER: version}
+    if if_none_match is not None and matches_any(if_none_match, tag, weak=True):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+def _cached(
+    runtime: Runtime,
+    session: Session,
+    key: tuple[str, ...],
+    render: Callable[[], bytes],
+    if_none_match: str | None,
+) -> Response:
+    body = runtime.catalog.get_or_render(catalog_revision(session), key, render)
+    return _conditional(body, catalog_version(session), if_none_match)
+
 
 @router.get("/organizations", response_model=OrganizationList)
-async def list_organizations(runtime: RuntimeDep) -> Response:
+async def list_organizations(runtime: RuntimeDep, if_none_match: IfNoneMatch = None) -> Response:
     """Every organization on the platform."""
     with runtime.db.read() as session:
 
@@ -45,9 +77,7 @@ async def list_organizations(runtime: RuntimeDep) -> Response:
             listed = OrganizationList(organizations=[organization_summary(item) for item in organizations])
             return model_json(listed)
 
-        return json_response(
-            runtime.catalog.get_or_render(catalog_revision(session), ("organizations",), render)
-        )
+        return _cached(runtime, session, ("organizations",), render, if_none_match)
 
 
 @router.get(
@@ -55,7 +85,9 @@ async def list_organizations(runtime: RuntimeDep) -> Response:
     response_model=OrganizationOut,
     responses=problem_responses("organization_not_found"),
 )
-async def read_organization(organization_id: str, runtime: RuntimeDep) -> Response:
+async def read_organization(
+    organization_id: str, runtime: RuntimeDep, if_none_match: IfNoneMatch = None
+) -> Response:
     """One organization with its locations (address, coordinates, hours) and providers."""
     with runtime.db.read() as session:
 
@@ -66,7 +98,7 @@ async def read_organization(organization_id: str, runtime: RuntimeDep) -> Respon
             return model_json(organization_out(organization, locations, providers))
 
         key = ("organization", organization_id)
-        return json_response(runtime.catalog.get_or_render(catalog_revision(session), key, render))
+        return _cached(runtime, session, key, render, if_none_match)
 
 
 @router.get(
@@ -74,7 +106,9 @@ async def read_organization(organization_id: str, runtime: RuntimeDep) -> Respon
     response_model=ServiceList,
     responses=problem_responses("organization_not_found"),
 )
-async def list_services(organization_id: str, runtime: RuntimeDep) -> Response:
+async def list_services(
+    organization_id: str, runtime: RuntimeDep, if_none_match: IfNoneMatch = None
+) -> Response:
     """Every service of the organization, each with its policy."""
     with runtime.db.read() as session:
 
@@ -84,7 +118,7 @@ async def list_services(organization_id: str, runtime: RuntimeDep) -> Response:
             return model_json(ServiceList(services=[service_out(service) for service in services]))
 
         key = ("services", organization_id)
-        return json_response(runtime.catalog.get_or_render(catalog_revision(session), key, render))
+        return _cached(runtime, session, key, render, if_none_match)
 
 
 @router.get(
@@ -92,7 +126,9 @@ async def list_services(organization_id: str, runtime: RuntimeDep) -> Response:
     response_model=ServiceOut,
     responses=problem_responses("organization_not_found", "service_not_found"),
 )
-async def read_service(organization_id: str, service_id: str, runtime: RuntimeDep) -> Response:
+async def read_service(
+    organization_id: str, service_id: str, runtime: RuntimeDep, if_none_match: IfNoneMatch = None
+) -> Response:
     """One service with its policy."""
     with runtime.db.read() as session:
 
@@ -100,4 +136,4 @@ async def read_service(organization_id: str, service_id: str, runtime: RuntimeDe
             return model_json(service_out(get_service(session, organization_id, service_id)))
 
         key = ("service", organization_id, service_id)
-        return json_response(runtime.catalog.get_or_render(catalog_revision(session), key, render))
+        return _cached(runtime, session, key, render, if_none_match)

@@ -4,7 +4,7 @@ Starts the platform as its own process (``osbp backend``: uvicorn on an ephemera
 in-memory database, frozen clock), builds the adapter on a throwaway state file, and runs N booking
 attempts through the canonical two calls:
 the preflight (validated, challenged, nothing created) and the approved create. It reports p50/p99
-latency of both and the upstream requests each approved create made (target: at most 4, nothing
+latency of both and the upstream requests each approved create made (target: at most 2, nothing
 fetched twice within one call), prints a table and writes ``bench-results/adapter.json``. Figures are
 reported, never asserted; the run stops by itself.
 
@@ -45,7 +45,7 @@ __all__ = ["add_arguments", "report", "run"]
 #: The platform's and the adapter's frozen "now": Monday 2026-05-04 08:00 in New York.
 NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
 ORGANIZATION = "conformance_co"
-TARGET_UPSTREAM_PER_CREATE = 4
+TARGET_UPSTREAM_PER_CREATE = 2
 
 
 def _input(key: str) -> BookingCreateInput:

@@ -113,9 +113,8 @@ async def test_approved_create_books_and_returns_a_readable_receipt(
     assert platform.create_requests() == 1
     assert platform.active_appointments(ORG) == 1
     calls = [meta.call for meta in capture.calls]
-    assert len(calls) == 4, calls
-    assert len(set(calls)) == 4, "nothing is fetched twice within one call"
-    assert calls[-1] == f"POST /api/organizations/{ORG}/appointments"
+    # The approved offer is placed with its validator: no re-read of what the user just approved.
+    assert calls == [f"POST /api/organizations/{ORG}/appointments"]
     assert capture.last is not None
     assert capture.last.status == 201
 
@@ -495,7 +494,8 @@ async def test_a_resolved_price_change_re_challenges_with_a_fresh_summary(
     assert "$130.00" in summary_of(again.problem.message)
     new_token = token_of(again)
     assert new_token != old_token
-    assert platform.create_requests() == 0
+    # The one create sent carried the approved offer's validator, and the platform refused it (412).
+    assert (platform.create_requests(), platform.active_appointments(ORG)) == (1, 0)
     receipt = value_of(await adapter.create_booking(approved(inp, new_token)))
     assert platform.appointment(ORG, receipt.booking_id)["price"]["amount"] == "130.00"
 
@@ -509,7 +509,7 @@ async def test_a_price_raised_above_the_cap_after_preflight_is_refused(
     set_price(platform, CLEANING, "150.01")
     failure = problem_of(await adapter.create_booking(approved(inp, token)))
     assert failure.problem.code == "price_exceeds_mandate"
-    assert platform.create_requests() == 0
+    assert (platform.create_requests(), platform.active_appointments(ORG)) == (1, 0)
 
 
 async def test_token_is_spent_after_success(adapter: OsbpCore, state_path: Path) -> None:
@@ -692,3 +692,142 @@ async def test_a_mandate_id_with_a_control_character_is_recorded_by_its_hash(
     receipt = value_of(await book(adapter, create_input(mandate=mandate(id=odd))))
     native = platform.appointment(ORG, receipt.booking_id)
     assert native["metadata"]["mandate_id"] == "sha256:" + sha256_hex(odd)
+
+
+# --- Facts that change between the user's approval and the create ----------------------------------------
+
+
+async def test_a_policy_change_after_approval_re_challenges_and_books_at_the_new_policy(
+    platform: Platform, adapter: OsbpCore
+) -> None:
+    """OSBP spec, booking.create: a policy changed after the approval gets a fresh challenge, never a
+    booking under the policy the user did not see."""
+    inp = create_input()
+    first = problem_of(await adapter.create_booking(inp))
+    assert "No-show fee: $50.00" in summary_of(first.problem.message)
+    platform.change_service(CLEANING, no_show_fee="80.00", cancellation_window_minutes=1440)
+    again = problem_of(await adapter.create_booking(approved(inp, token_of(first))))
+    assert again.problem.code == "requires_user_confirmation"
+    assert "changed since the user approved" in again.problem.message
+    summary = summary_of(again.problem.message)
+    assert "No-show fee: $80.00" in summary
+    assert "24 hours before the appointment" in summary
+    assert (platform.create_requests(), platform.active_appointments(ORG)) == (1, 0)
+    receipt = value_of(await adapter.create_booking(approved(inp, token_of(again))))
+    assert platform.appointment(ORG, receipt.booking_id)["status"] == "confirmed"
+    assert platform.active_appointments(ORG) == 1
+
+
+async def test_a_slot_taken_after_approval_is_slot_taken_and_books_nothing_for_the_user(
+    platform: Platform, adapter: OsbpCore
+) -> None:
+    """OSBP spec, booking.create: the approved create of a slot someone else took is slot_taken."""
+    inp = create_input()
+    token = token_of(await adapter.create_booking(inp))
+    other = {
+        "service_id": CLEANING,
+        "location_id": MIDTOWN,
+        "provider_id": REYES,
+        "date": DAY,
+        "time": "10:00",
+        "customer": {"display_name": "Someone Else", "phone": "+12125550111"},
+    }
+    taken = platform.client.post(
+        f"/api/organizations/{ORG}/appointments", json=other, headers={"Idempotency-Key": "someone-else"}
+    )
+    assert taken.status_code == 201
+    failure = problem_of(await adapter.create_booking(approved(inp, token)))
+    assert failure.problem.code == "slot_taken"
+    assert platform.active_appointments(ORG) == 1  # only the other customer's
+
+
+async def test_a_slot_whose_facts_changed_after_approval_is_re_challenged_with_them(
+    platform: Platform, adapter: OsbpCore
+) -> None:
+    """OSBP spec, booking.create: a changed name in the summary (here the provider's) re-challenges."""
+    inp = create_input()
+    token = token_of(await adapter.create_booking(inp))
+    platform.rename_provider(REYES, "Dr. Carolyn Reyes-Park")
+    again = problem_of(await adapter.create_booking(approved(inp, token)))
+    assert "with Dr. Carolyn Reyes-Park" in summary_of(again.problem.message)
+    assert platform.active_appointments(ORG) == 0
+    receipt = value_of(await adapter.create_booking(approved(inp, token_of(again))))
+    assert "with Dr. Carolyn Reyes-Park" in receipt.text
+
+
+async def test_a_catalog_change_that_leaves_the_summary_as_approved_still_books(
+    platform: Platform, adapter: OsbpCore
+) -> None:
+    """OSBP spec, booking.create: the user approved exactly the facts resolved again, so no new challenge."""
+    inp = create_input()
+    token = token_of(await adapter.create_booking(inp))
+    platform.change_service("carolyns_dental_checkup", price_amount="99.00")
+    receipt = value_of(await adapter.create_booking(approved(inp, token)))
+    # The first create was refused for the catalog change (412), the second went through on fresh facts.
+    assert (platform.create_requests(), platform.active_appointments(ORG)) == (2, 1)
+    assert platform.appointment(ORG, receipt.booking_id)["price"]["amount"] == "120.00"
+
+
+class LoseCreateTransport(ForwardingTransport):
+    """The real platform; the first appointment create is sent and committed, or never sent, and either
+    way its answer never arrives."""
+
+    def __init__(self, *, send: bool) -> None:
+        super().__init__()
+        self._send = send
+        self._lost = False
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send for real, except the first create's answer (and, with ``send=False``, the create itself)."""
+        if request.method != "POST" or not request.url.path.endswith("/appointments") or self._lost:
+            return await super().handle_async_request(request)
+        self._lost = True
+        if self._send:
+            await super().handle_async_request(request)
+        raise httpx2.ReadError("connection reset by peer", request=request)
+
+
+async def test_a_lost_create_answer_resumes_to_its_appointment_even_after_the_price_changed(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """OSBP spec, Idempotency: the retry replays the appointment the lost create made (replay before
+    the platform's If-Match check), never a second one."""
+    adapter = make_adapter(
+        platform.base_url, tmp_path / "s.sqlite3", FixedClock(NOW), transport=LoseCreateTransport(send=True)
+    )
+    try:
+        inp = create_input()
+        token = token_of(await adapter.create_booking(inp))
+        lost = problem_of(await adapter.create_booking(approved(inp, token)))
+        assert lost.problem.code == "upstream_unavailable"
+        set_price(platform, CLEANING, "130.00")
+        receipt = value_of(await adapter.create_booking(approved(inp, token)))
+    finally:
+        await adapter.aclose()
+    assert platform.active_appointments(ORG) == 1
+    assert platform.appointment(ORG, receipt.booking_id)["price"]["amount"] == "120.00"
+
+
+async def test_a_create_that_never_arrived_is_not_resumed_at_changed_facts(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """OSBP spec, booking.create: the resumed create carries the approved offer's validator, so a price
+    changed meanwhile gets a fresh challenge, not a booking at a price the user did not approve."""
+    adapter = make_adapter(
+        platform.base_url, tmp_path / "s.sqlite3", FixedClock(NOW), transport=LoseCreateTransport(send=False)
+    )
+    try:
+        inp = create_input()
+        token = token_of(await adapter.create_booking(inp))
+        assert (
+            problem_of(await adapter.create_booking(approved(inp, token))).problem.code
+            == "upstream_unavailable"
+        )
+        set_price(platform, CLEANING, "130.00")
+        again = problem_of(await adapter.create_booking(approved(inp, token)))
+        assert platform.active_appointments(ORG) == 0
+        assert "$130.00" in summary_of(again.problem.message)
+        receipt = value_of(await adapter.create_booking(approved(inp, token_of(again))))
+    finally:
+        await adapter.aclose()
+    assert platform.appointment(ORG, receipt.booking_id)["price"]["amount"] == "130.00"

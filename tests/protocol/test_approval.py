@@ -27,6 +27,7 @@ from osbp.protocol.models import (
     Service,
     Slot,
 )
+from osbp.protocol.port import Offer, offer_from_json, offer_to_json
 from osbp.protocol.store import StateStore
 
 START = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
@@ -434,3 +435,45 @@ async def test_async_wrappers_evaluate_and_spend(gate: ApprovalGate) -> None:
     assert await gate.aevaluate(approved(create_input(), token), SUMMARY) == Approved(token)
     await gate.amark_spent(token)
     assert isinstance(await gate.aevaluate(approved(create_input(), token), SUMMARY), Problem)
+
+
+# --- The approved offer kept with its token ----------------------------------------------------------------
+
+OFFER = Offer(service=SERVICE, slot=SLOT, policy=POLICY, validator="ofr_1")
+
+
+def test_a_kept_offer_reads_back_equal_so_its_summary_is_the_approved_one() -> None:
+    """Platform choice: the kept offer rebuilds the exact summary the user approved."""
+    kept = offer_from_json(offer_to_json(OFFER))
+    assert kept == OFFER
+    assert kept.service is not None
+    assert kept.slot is not None
+    assert kept.policy is not None
+    assert build_approval_summary(kept.service, kept.slot, kept.policy, CUSTOMER) == SUMMARY
+
+
+def test_the_offer_kept_with_a_challenge_is_handed_back_for_its_approved_retry(
+    gate: ApprovalGate, tmp_path: Path
+) -> None:
+    """OSBP spec, booking.create: the approved retry may use the facts the user approved (token-bound)."""
+    inp = create_input()
+    token = challenge_token(gate.evaluate(inp, SUMMARY, offer_to_json(OFFER)))
+    assert gate.approved_offer(inp) is None, "no approval, no kept offer"
+    kept = gate.approved_offer(approved(inp, token))
+    assert kept is not None
+    assert offer_from_json(kept) == OFFER
+    assert token not in (tmp_path / "state.sqlite3").read_bytes().decode("latin-1")
+
+
+def test_a_kept_offer_is_never_handed_to_another_payload_a_spent_or_an_expired_token(
+    gate: ApprovalGate, clock: FixedClock
+) -> None:
+    """OSBP spec, booking.create: a token authorizes only its payload, once, until it expires."""
+    inp = create_input()
+    token = challenge_token(gate.evaluate(inp, SUMMARY, offer_to_json(OFFER)))
+    assert gate.approved_offer(approved(create_input(time="10:00"), token)) is None
+    clock.advance(timedelta(minutes=10))
+    assert gate.approved_offer(approved(inp, token)) is None
+    fresh = challenge_token(gate.evaluate(inp, SUMMARY, offer_to_json(OFFER)))
+    gate.mark_spent(fresh)
+    assert gate.approved_offer(approved(inp, fresh)) is None

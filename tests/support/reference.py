@@ -63,6 +63,16 @@ class Platform:
         code: str = messages["messages"][-1]["code"]
         return code
 
+    def change_service(self, service_id: str, organization_id: str = ORG, **fields: Any) -> None:
+        """The merchant changes a service's price or policy on the running platform (a catalog change)."""
+        body = {"organization_id": organization_id, "service_id": service_id, **fields}
+        assert self.client.post("/_testing/service", json=body).status_code == 200
+
+    def rename_provider(self, provider_id: str, name: str, organization_id: str = ORG) -> None:
+        """The merchant renames a provider on the running platform (a catalog change)."""
+        body = {"organization_id": organization_id, "provider_id": provider_id, "name": name}
+        assert self.client.post("/_testing/provider", json=body).status_code == 200
+
     def appointment(self, organization_id: str, appointment_id: str) -> dict[str, Any]:
         """The raw native appointment (read with the platform's own API, not through the adapter)."""
         response = self.client.get(f"/api/organizations/{organization_id}/appointments/{appointment_id}")
@@ -165,3 +175,16 @@ class ForwardingTransport(httpx2.AsyncBaseTransport):
     async def aclose(self) -> None:
         """Close the real transport."""
         await self._inner.aclose()
+
+
+class RecordingTransport(ForwardingTransport):
+    """The real network transport, recording every request it sends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[httpx2.Request] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Record, then send for real."""
+        self.requests.append(request)
+        return await super().handle_async_request(request)
