@@ -65,19 +65,24 @@ def install_catalog_revision(connection: Connection) -> None:
             connection.execute(text(_trigger(table, event)))
 
 
-def catalog_revision(session: Session) -> int:
-    """The catalog's current revision, as seen by ``session``'s transaction."""
-    # Read on the driver's own connection, inside the session's transaction: nearly every request asks,
-    # and for one row SQLAlchemy's statement machinery costs several times the query.
+def _one_value(session: Session, query: str) -> object:
+    """The one value ``query`` reads, on the driver's own connection inside the session's transaction."""
+    # Nearly every request asks for the revision or version, and for one row SQLAlchemy's statement
+    # machinery costs several times the query.
     cursor = session.connection().connection.cursor()
     try:
-        cursor.execute("SELECT revision FROM catalog_revision")
+        cursor.execute(query)
         row = cursor.fetchone()
     finally:
         cursor.close()
-    if row is None:  # the row is created with the table and never deleted
+    if row is None:  # the rows are created with the tables and never deleted
         raise RuntimeError("the catalog revision row is missing")
-    return int(row[0])
+    return row[0]
+
+
+def catalog_revision(session: Session) -> int:
+    """The catalog's current revision, as seen by ``session``'s transaction."""
+    return int(str(_one_value(session, "SELECT revision FROM catalog_revision")))
 
 
 def catalog_version(session: Session) -> str:
@@ -86,9 +91,8 @@ def catalog_version(session: Session) -> str:
     Opaque to clients: equal versions mean the same catalog (organizations, locations, providers,
     services and their policies); any change to it yields a new version.
     """
-    query = text("SELECT e.epoch || '-' || r.revision FROM catalog_epoch e, catalog_revision r")
-    version: str = session.connection().execute(query).scalar_one()
-    return version
+    query = "SELECT e.epoch || '-' || r.revision FROM catalog_epoch e, catalog_revision r"
+    return str(_one_value(session, query))
 
 
 class CatalogCache:
