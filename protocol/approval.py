@@ -33,8 +33,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-import anyio.to_thread
-
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.idempotency import booking_payload_hash
@@ -316,9 +314,9 @@ class ApprovalGate:
             )
 
     async def aevaluate(self, inp: BookingCreateInput, summary: str) -> ApprovalDecision:
-        """:meth:`evaluate` in a worker thread."""
-        return await anyio.to_thread.run_sync(self.evaluate, inp, summary)
+        """:meth:`evaluate` on the event loop when the file's lock is free, else in a worker thread."""
+        return await self._state.run(lambda: self.evaluate(inp, summary))
 
     async def amark_spent(self, token: str) -> None:
-        """:meth:`mark_spent` in a worker thread."""
-        await anyio.to_thread.run_sync(self.mark_spent, token)
+        """:meth:`mark_spent` on the event loop when the file's lock is free, else in a worker thread."""
+        await self._state.run(lambda: self.mark_spent(token))

@@ -381,3 +381,52 @@ def test_a_forked_child_never_uses_the_parents_connection(tmp_path: Path) -> Non
     with store.read() as connection:
         assert connection is parent_connection
         assert connection.execute("SELECT booking_id FROM booking_snapshots").fetchall() == [("bk_child",)]
+
+
+# --- Async use: on the event loop unless a lock must be waited for ---------------------------------------
+
+
+@pytest.mark.anyio
+async def test_an_uncontended_operation_runs_on_the_calling_thread_without_a_hand_off(tmp_path: Path) -> None:
+    """Platform choice: a state operation that finds the file's lock free runs on the event loop (tens
+    of microseconds, no fsync in WAL mode) instead of paying a worker-thread hand-off."""
+    store = StateStore(tmp_path / "s.sqlite3")
+    ran_on: list[threading.Thread] = []
+
+    def write() -> int:
+        ran_on.append(threading.current_thread())
+        with store.write() as connection:
+            return connection.execute("DELETE FROM approvals").rowcount
+
+    assert await store.run(write) == 0
+    assert ran_on == [threading.current_thread()]
+
+
+@pytest.mark.anyio
+async def test_an_operation_meeting_another_connections_lock_waits_for_it_in_a_worker_thread(
+    tmp_path: Path,
+) -> None:
+    """Platform choice: the event loop never waits for another process's write lock; the operation
+    that met it changed nothing and runs again in a worker thread, which waits (busy timeout)."""
+    path = tmp_path / "s.sqlite3"
+    store = StateStore(path)
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    ran_on: list[threading.Thread] = []
+
+    def write() -> None:
+        ran_on.append(threading.current_thread())
+        if len(ran_on) == 2:
+            threading.Timer(0.05, holder.execute, args=("COMMIT",)).start()  # the other writer finishes
+        with store.write() as connection:
+            connection.execute("INSERT INTO booking_snapshots VALUES ('bk_1', 'k', '{}', 0)")
+
+    try:
+        await store.run(write)
+    finally:
+        holder.close()
+    assert ran_on[0] is threading.current_thread()
+    assert ran_on[1] is not threading.current_thread()
+    with store.read() as connection:
+        assert connection.execute("SELECT booking_id FROM booking_snapshots").fetchall() == [("bk_1",)]
+        assert connection.execute("PRAGMA busy_timeout").fetchone() == (10_000,)
