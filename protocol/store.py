@@ -115,6 +115,13 @@ class _WouldWait(Exception):
     """An operation tried on the event loop met a lock another connection holds (SQLITE_BUSY)."""
 
 
+def _is_busy(error: BaseException) -> bool:
+    return isinstance(error, sqlite3.OperationalError) and error.sqlite_errorcode & 0xFF in (
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+    )
+
+
 def to_micros(moment: datetime) -> int:
     """An aware datetime as integer microseconds since the Unix epoch."""
     if moment.tzinfo is None or moment.utcoffset() is None:
@@ -237,25 +244,18 @@ class StateStore:
             connection.execute("PRAGMA busy_timeout=0")
         try:
             yield connection
-        except sqlite3.OperationalError as error:
-            if connection.in_transaction:
-                connection.close()
-                raise
-            if no_wait:
-                connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
-            self._release(connection)
-            if no_wait and error.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-                raise _WouldWait from error
-            raise
-        except BaseException:
+        except BaseException as error:
             # A connection whose state is unknown (a failed rollback, a broken file) is not lent again.
             if connection.in_transaction:
                 connection.close()
                 raise
-            if no_wait:
-                connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
-            self._release(connection)
+            self._give_back(connection, no_wait)
+            if no_wait and _is_busy(error):
+                raise _WouldWait from error
             raise
+        self._give_back(connection, no_wait)
+
+    def _give_back(self, connection: sqlite3.Connection, no_wait: bool) -> None:
         if no_wait:
             connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
         self._release(connection)
