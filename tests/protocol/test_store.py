@@ -430,3 +430,18 @@ async def test_an_operation_meeting_another_connections_lock_waits_for_it_in_a_w
     with store.read() as connection:
         assert connection.execute("SELECT booking_id FROM booking_snapshots").fetchall() == [("bk_1",)]
         assert connection.execute("PRAGMA busy_timeout").fetchone() == (10_000,)
+
+
+@pytest.mark.anyio
+async def test_closing_the_core_closes_the_state_files_connections(tmp_path: Path) -> None:
+    """Platform choice: a server that stops closes its adapter and then the state store's connections."""
+    from osbp.protocol.core import OsbpCore
+    from tests.support.memory_adapter import MemoryAdapter
+
+    store = StateStore(tmp_path / "s.sqlite3")
+    core = OsbpCore(MemoryAdapter(clock=FixedClock(NOW)), state=store, clock=FixedClock(NOW))
+    with store.read() as connection:
+        pass
+    await core.aclose()
+    with pytest.raises(sqlite3.ProgrammingError):
+        connection.execute("SELECT 1")
