@@ -309,32 +309,25 @@ class AuditLog:
             self._timer = None
 
     def _sync_later(self) -> None:
-        # The fsync runs on a duplicate of the descriptor, outside the lock: appends (and the event loop's
-        # non-blocking ones) never wait for a group commit.
+        # Under the lock, like every fsync: an append on the event loop that finds it taken does not wait,
+        # it goes to a worker thread (aappend).
         with self._lock:
             self._timer = None
             if self._fd is None or not self._unsynced:
                 return
-            fd, pending = os.dup(self._fd), self._unsynced
-        try:
-            os.fsync(fd)
-        except OSError as error:
-            # No caller to tell now: the next append raises it (audit_unavailable / CRITICAL there).
-            logger.critical("audit_sync_failed", exc_info=True, extra={"audit": str(self.path)})
-            with self._lock:
+            try:
+                self._sync(self._fd)
+            except OSError as error:
+                # No caller to tell now: the next append raises it (audit_unavailable / CRITICAL there).
+                logger.critical("audit_sync_failed", exc_info=True, extra={"audit": str(self.path)})
                 self._sync_error = error
-            return
-        finally:
-            os.close(fd)
-        with self._lock:
-            self._unsynced = max(0, self._unsynced - pending)
 
     async def aappend(self, draft: AuditDraft, *, durable: bool = True) -> None:
         """Append ``draft``: on the event loop when nothing can block, else in a worker thread.
 
-        A non-durable append whose file lock is free costs only CPU (redaction, hashing, one ``write``),
-        so it runs here and saves the thread hand-off; an ``fsync``, or a lock another process holds, is
-        waited out in a worker thread.
+        A non-durable append whose locks are free costs only CPU (redaction, hashing, one ``write``), so
+        it runs here and saves the thread hand-off; an ``fsync``, a group fsync in progress or a lock
+        another process holds is waited out in a worker thread.
         """
         if not durable and self.write(draft, durable=False, block=False) is not None:
             return
