@@ -39,8 +39,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-import anyio.to_thread
-
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.idempotency import booking_payload_hash
@@ -350,15 +348,15 @@ class ApprovalGate:
     async def aevaluate(
         self, inp: BookingCreateInput, summary: str, offer: str | None = None
     ) -> ApprovalDecision:
-        """:meth:`evaluate` in a worker thread."""
-        return await anyio.to_thread.run_sync(self.evaluate, inp, summary, offer)
+        """:meth:`evaluate` on the event loop when the file's lock is free, else in a worker thread."""
+        return await self._state.run(lambda: self.evaluate(inp, summary, offer))
 
     async def aapproved_offer(self, inp: BookingCreateInput) -> str | None:
-        """:meth:`approved_offer` in a worker thread (no thread when there is no approval to look up)."""
+        """:meth:`approved_offer` on the loop when the lock is free (no lookup without an approval)."""
         if inp.approval is None:
             return None
-        return await anyio.to_thread.run_sync(self.approved_offer, inp)
+        return await self._state.run(lambda: self.approved_offer(inp))
 
     async def amark_spent(self, token: str) -> None:
-        """:meth:`mark_spent` in a worker thread."""
-        await anyio.to_thread.run_sync(self.mark_spent, token)
+        """:meth:`mark_spent` on the event loop when the file's lock is free, else in a worker thread."""
+        await self._state.run(lambda: self.mark_spent(token))

@@ -71,6 +71,7 @@ class OsbpCore:
                 "resolve_booking and place_booking besides the read methods (docs/adapter.md)"
             )
         store = state if isinstance(state, StateStore) else StateStore(state)
+        self._store = store
         self._clock = clock or SystemClock()
         self.adapter = adapter
         self.idempotency = idempotency or IdempotencyStore(store, clock=self._clock)
@@ -118,5 +119,8 @@ class OsbpCore:
         return result
 
     async def aclose(self) -> None:
-        """Close the platform adapter (the state file needs no closing: connections are per operation)."""
-        await self.adapter.aclose()
+        """Close the platform adapter and the state store's pooled connections."""
+        try:
+            await self.adapter.aclose()
+        finally:
+            self._store.close()

@@ -336,29 +336,35 @@ class IdempotencyStore:
             ).fetchone()
         return None if row is None else Receipt.model_validate_json(row[0])
 
+    # The async forms run on the event loop when the file's lock is free (StateStore.run), else in a
+    # worker thread; a claim that must wait for another holder always waits in a worker thread.
+
     async def aclaim(self, key: str, payload_hash: str) -> ClaimOutcome:
-        """:meth:`claim` in a worker thread."""
+        """:meth:`claim`: its first attempt on the event loop, any waiting in a worker thread."""
+        outcome = await self._state.run(lambda: self._try_claim(key, payload_hash, False))
+        if outcome is not None:
+            return outcome
         return await anyio.to_thread.run_sync(self.claim, key, payload_hash)
 
     async def acomplete(self, lease: Lease, receipt: Receipt, booking: Booking | None = None) -> None:
-        """:meth:`complete` in a worker thread."""
-        await anyio.to_thread.run_sync(self.complete, lease, receipt, booking)
+        """:meth:`complete` without blocking the event loop."""
+        await self._state.run(lambda: self.complete(lease, receipt, booking))
 
     async def abooking_snapshot(self, booking_id: str) -> Booking | None:
-        """:meth:`booking_snapshot` in a worker thread."""
-        return await anyio.to_thread.run_sync(self.booking_snapshot, booking_id)
+        """:meth:`booking_snapshot` without blocking the event loop."""
+        return await self._state.run(lambda: self.booking_snapshot(booking_id))
 
     async def arelease(self, lease: Lease, *, outcome_known: bool = True) -> None:
-        """:meth:`release` in a worker thread."""
-        await anyio.to_thread.run_sync(lambda: self.release(lease, outcome_known=outcome_known))
+        """:meth:`release` without blocking the event loop."""
+        await self._state.run(lambda: self.release(lease, outcome_known=outcome_known))
 
     async def apeek(self, key: str, payload_hash: str) -> Replay | Placing | None:
-        """:meth:`peek` in a worker thread."""
-        return await anyio.to_thread.run_sync(self.peek, key, payload_hash)
+        """:meth:`peek` without blocking the event loop."""
+        return await self._state.run(lambda: self.peek(key, payload_hash))
 
     async def amark_placing(self, lease: Lease, token: str, context: dict[str, str | None]) -> None:
-        """:meth:`mark_placing` in a worker thread."""
-        await anyio.to_thread.run_sync(self.mark_placing, lease, token, context)
+        """:meth:`mark_placing` without blocking the event loop."""
+        await self._state.run(lambda: self.mark_placing(lease, token, context))
 
 
 def _placing(placing_json: str | None) -> Placing | None:

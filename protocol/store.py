@@ -2,10 +2,22 @@
 booking snapshots taken when a create settled (booking.status's documented not-fresh fallback).
 
 The file (default ``.osbp/state/osbp.sqlite3``, any path when configured) is
-shared safely by threads and processes: WAL journaling, a busy timeout, one short-lived connection per
-operation, and every read-then-write transaction opened with ``BEGIN IMMEDIATE`` so two writers never
-interleave a check and its update. Times are stored as integer microseconds since the Unix epoch, taken
-from the injected clock by the callers.
+shared safely by threads and processes: WAL journaling, a busy timeout, and every read-then-write
+transaction opened with ``BEGIN IMMEDIATE`` so two writers never interleave a check and its update. Times
+are stored as integer microseconds since the Unix epoch, taken from the injected clock by the callers.
+
+Connections are long-lived: a small pool of them per store and process, each configured once (busy
+timeout, ``synchronous=NORMAL``) and lent to one thread at a time, so an operation pays neither a connect
+nor the WAL checkpoint SQLite runs when a file's last connection closes (SQLite checkpoints on its own as
+the WAL grows). A connection never crosses a fork: a child process that inherited a store opens its own,
+and leaves the inherited ones untouched (closing them in the child could disturb the parent's locks).
+:meth:`StateStore.close` closes the idle connections; a store stays usable after it, opening anew.
+
+:meth:`StateStore.run` is how async callers use the file: an operation is tried on the event loop with
+a zero busy timeout (an uncontended single-row transaction costs tens of microseconds and, in WAL mode
+with ``synchronous=NORMAL``, no ``fsync``), and only when it meets another connection's lock is it run
+again in a worker thread, where waiting is harmless. Operations passed to it are single transactions, so
+the one that met the lock changed nothing before it is run again.
 
 The file holds capabilities, so it is private: created ``0600`` (SQLite gives its ``-wal`` and ``-shm``
 files the same mode) in a directory created ``0700``, and it never holds an approval token in clear, only
@@ -19,10 +31,13 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
+
+import anyio.to_thread
 
 __all__ = ["DEFAULT_STATE_PATH", "StateStore", "approval_token_hash", "duration_micros", "to_micros"]
 
@@ -92,6 +107,23 @@ def _add_columns(connection: sqlite3.Connection) -> None:
 
 #: Serialises opening (journal mode and schema) among this process's threads.
 _OPEN_LOCK = threading.Lock()
+#: Idle connections a store keeps for reuse (more threads than this at once open and close extra ones).
+POOL_SIZE = 4
+#: Connections a forked child inherited: kept referenced, never used or closed there (see the module).
+_INHERITED: list[sqlite3.Connection] = []
+
+_T = TypeVar("_T")
+
+
+class _WouldWait(Exception):
+    """An operation tried on the event loop met a lock another connection holds (SQLITE_BUSY)."""
+
+
+def _is_busy(error: BaseException) -> bool:
+    return isinstance(error, sqlite3.OperationalError) and error.sqlite_errorcode & 0xFF in (
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+    )
 
 
 def to_micros(moment: datetime) -> int:
@@ -139,11 +171,16 @@ def _create_private(path: Path) -> None:
 
 
 class StateStore:
-    """A handle on the state file; cheap to create, safe to share across threads and processes."""
+    """A handle on the state file with its connection pool; safe to share across threads and processes."""
 
     def __init__(self, path: str | Path = DEFAULT_STATE_PATH, *, busy_timeout_s: float = 10.0) -> None:
         self.path = Path(path)
         self.busy_timeout_s = busy_timeout_s
+        self._pool: list[sqlite3.Connection] = []
+        self._pool_lock = threading.Lock()
+        self._pid = os.getpid()
+        #: Per thread: whether an operation is being tried without waiting for locks (``run``).
+        self._trying = threading.local()
         _create_private(self.path)
         # Opening is serialised among this process's threads; other processes are waited out (below).
         with _OPEN_LOCK, closing(self._open()) as connection:
@@ -173,15 +210,78 @@ class StateStore:
 
     def _open(self) -> sqlite3.Connection:
         # isolation_level=None: we issue BEGIN ourselves, so every transaction boundary is explicit.
-        connection = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
+        # check_same_thread=False: a pooled connection serves one thread at a time, but not always the
+        # same one (the pool hands it over under its lock, and SQLite is built thread-safe).
+        connection = sqlite3.connect(
+            self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
         connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
         connection.execute("PRAGMA synchronous=NORMAL")
         return connection
 
+    def _acquire(self) -> sqlite3.Connection:
+        with self._pool_lock:
+            if self._pid != os.getpid():
+                # Forked: the pool's connections are the parent's; keep them alive, unused, and start over.
+                _INHERITED.extend(self._pool)
+                self._pool = []
+                self._pid = os.getpid()
+            if self._pool:
+                return self._pool.pop()
+        return self._open()
+
+    def _release(self, connection: sqlite3.Connection) -> None:
+        with self._pool_lock:
+            if self._pid == os.getpid() and not connection.in_transaction and len(self._pool) < POOL_SIZE:
+                self._pool.append(connection)
+                return
+            if self._pid != os.getpid():
+                _INHERITED.append(connection)  # lent out before a fork: the parent's, never closed here
+                return
+        connection.close()
+
+    @contextmanager
+    def _lent(self) -> Iterator[sqlite3.Connection]:
+        connection = self._acquire()
+        no_wait = getattr(self._trying, "on", False)
+        if no_wait:
+            connection.execute("PRAGMA busy_timeout=0")
+        try:
+            yield connection
+        except BaseException as error:
+            # A connection whose state is unknown (a failed rollback, a broken file) is not lent again.
+            if connection.in_transaction:
+                connection.close()
+                raise
+            self._give_back(connection, no_wait)
+            if no_wait and _is_busy(error):
+                raise _WouldWait from error
+            raise
+        self._give_back(connection, no_wait)
+
+    def _give_back(self, connection: sqlite3.Connection, no_wait: bool) -> None:
+        if no_wait:
+            connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
+        self._release(connection)
+
+    async def run(self, operation: Callable[[], _T]) -> _T:
+        """Run one single-transaction ``operation``: on the event loop if it need not wait, else in a thread.
+
+        ``operation`` must not sleep or poll (a bounded wait belongs in a worker thread from the start).
+        """
+        self._trying.on = True
+        try:
+            return operation()
+        except _WouldWait:
+            pass  # another connection holds the lock: wait for it where waiting blocks nothing
+        finally:
+            self._trying.on = False
+        return await anyio.to_thread.run_sync(operation)
+
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """A ``BEGIN IMMEDIATE`` transaction: committed on success, rolled back on any exception."""
-        with closing(self._open()) as connection:
+        with self._lent() as connection:
             connection.execute("BEGIN IMMEDIATE")
             try:
                 yield connection
@@ -192,9 +292,19 @@ class StateStore:
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        """A connection for a single consistent read."""
-        with closing(self._open()) as connection:
+        """A pooled connection for a single consistent read (outside any transaction)."""
+        with self._lent() as connection:
             yield connection
+
+    def close(self) -> None:
+        """Close the idle pooled connections (the store reopens on its next use)."""
+        with self._pool_lock:
+            idle, self._pool = self._pool, []
+            if self._pid != os.getpid():
+                _INHERITED.extend(idle)
+                idle, self._pid = [], os.getpid()
+        for connection in idle:
+            connection.close()
 
 
 def _hash_clear_tokens(connection: sqlite3.Connection) -> None:

@@ -14,8 +14,17 @@ Promises:
 
 * **Redacted before writing.** :meth:`AuditLog.append` runs :class:`~osbp.server.redaction.Redactor`
   over the input, the result and the mandate summary; nothing unredacted reaches the file.
-* **One chain across processes.** Reading the last hash, appending the line and ``fsync`` happen under an
+* **One chain across processes.** Reading the last hash and appending the line happen under an
   exclusive ``fcntl`` lock on the file, so several servers appending to one file keep one valid chain.
+* **Durable before the answer, for every effect.** A ``durable`` append (the dispatcher's for
+  booking.create and the verification tools) is ``fsync``-ed before it returns, which also makes every
+  earlier line of the file durable. Other appends (reads, handoff) are written at once, so a process
+  that dies loses nothing, and synced in groups: at the next durable append, after ``sync_every``
+  unsynced lines, or ``sync_delay_s`` after the first of them, whichever comes first; only an operating
+  system crash can lose them, and then only the unsynced tail (see ``docs/server.md``, group commit).
+* **A torn tail stays apart.** A log whose last line was cut off by a crash gets a newline before the
+  next record, so the damaged line is named by ``osbp audit verify`` on its own and never merges with a
+  good record; the chain continues from the hash of its exact bytes.
 * **Private.** The file is created ``0600``; a directory the log creates is ``0700``.
 * **One record, one line.** Besides JSON's own escapes, U+0085, U+2028 and U+2029 are written escaped:
   they are line breaks to ``str.splitlines`` and other line readers.
@@ -34,6 +43,7 @@ import fcntl
 import hashlib
 import hmac
 import json
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -53,6 +63,8 @@ __all__ = [
     "DEFAULT_AUDIT_PATH",
     "GENESIS_HASH",
     "SOURCE",
+    "SYNC_DELAY_S",
+    "SYNC_EVERY",
     "AuditDraft",
     "AuditLog",
     "AuditRecord",
@@ -71,6 +83,11 @@ AUDIT_KEY_MIN_LENGTH = 32
 #: ``prev_hash`` of the first line of a log.
 GENESIS_HASH = "0" * 64
 _TAIL_CHUNK = 4096
+#: Group commit of non-durable appends: at most this many unsynced lines, for at most this long.
+SYNC_EVERY = 64
+SYNC_DELAY_S = 0.05
+
+logger = logging.getLogger("osbp.server")
 #: The fields computed from the rest of a record, so never part of its hash.
 _AFTER_HASH = frozenset({"hash", "mac"})
 #: Characters JSON may leave raw inside a string that Python's ``str.splitlines`` (and other line readers)
@@ -166,12 +183,21 @@ class AuditLog:
         *,
         redactor: Redactor | None = None,
         key: bytes | None = None,
+        sync_every: int = SYNC_EVERY,
+        sync_delay_s: float = SYNC_DELAY_S,
     ) -> None:
         self.path = Path(path)
         self._redactor = redactor or Redactor()
         self._key = key
+        self._sync_every = sync_every
+        self._sync_delay_s = sync_delay_s
         self._fd: int | None = None
         self._lock = threading.Lock()
+        #: Lines written since the last fsync, and the timer that will sync them.
+        self._unsynced = 0
+        self._timer: threading.Timer | None = None
+        #: A group fsync that failed in the timer's thread: raised by the next append.
+        self._sync_error: OSError | None = None
 
     def open(self) -> None:
         """Create and open the log now (so a bad path fails at start-up, not on the first call)."""
@@ -231,34 +257,115 @@ class AuditLog:
         }
         return _Snapshot({key: value for key, value in fields.items() if value is not None}, canonical)
 
-    def append(self, draft: AuditDraft) -> AuditRecord:
-        """Redact, chain and durably append one record; returns what was written."""
+    def append(self, draft: AuditDraft, *, durable: bool = True) -> AuditRecord:
+        """Redact, chain and append one record (``fsync``-ed first when ``durable``); returns it."""
+        return AuditRecord.model_validate(self.write(draft, durable=durable), strict=False)
+
+    def write(self, draft: AuditDraft, *, durable: bool = True, block: bool = True) -> dict[str, Any] | None:
+        """:meth:`append` returning the written line's JSON object instead of a model.
+
+        ``block=False`` never waits: when another process holds the file lock it returns ``None`` and
+        writes nothing (the caller retries with ``block=True`` where waiting is harmless).
+        """
         # Redaction and hashing of the snapshots need no lock; only the link to the last line does.
         snapshot = self._snapshot(draft)
-        with self._lock:
+        if not self._lock.acquire(blocking=block):
+            return None  # another thread is appending or syncing
+        try:
+            if self._sync_error is not None:
+                error, self._sync_error = self._sync_error, None
+                raise error
             fd = self._open()
-            fcntl.flock(fd, fcntl.LOCK_EX)
             try:
+                fcntl.flock(fd, fcntl.LOCK_EX if block else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None  # another process is appending
+            try:
+                _terminate_torn_tail(fd)
                 wire = self._link(snapshot, _last_hash(fd))
                 # The very dict that was hashed is written, so verification sees exactly what was hashed.
                 text = json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
                 line = text.translate(_LINE_BREAKS) + "\n"
                 _write_all(fd, line.encode("utf-8"))
-                os.fsync(fd)
+                self._unsynced += 1
+                if durable or self._unsynced >= self._sync_every:
+                    self._sync(fd)
+                elif self._timer is None:
+                    self._timer = threading.Timer(self._sync_delay_s, self._sync_later)
+                    self._timer.daemon = True
+                    self._timer.start()
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
-        return AuditRecord.model_validate(wire, strict=False)
+        finally:
+            self._lock.release()
+        return wire
 
-    async def aappend(self, draft: AuditDraft) -> AuditRecord:
-        """:meth:`append` in a worker thread (file locking and fsync block)."""
-        return await anyio.to_thread.run_sync(self.append, draft)
+    def _sync(self, fd: int) -> None:
+        """fsync the file (every line so far) and forget the pending group; called under ``_lock``."""
+        os.fsync(fd)
+        self._unsynced = 0
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _sync_later(self) -> None:
+        # Under the lock, like every fsync: an append on the event loop that finds it taken does not wait,
+        # it goes to a worker thread (aappend).
+        with self._lock:
+            self._timer = None
+            if self._fd is None or not self._unsynced:
+                return
+            try:
+                self._sync(self._fd)
+            except OSError as error:
+                # No caller to tell now: the next append raises it (audit_unavailable / CRITICAL there).
+                logger.critical("audit_sync_failed", exc_info=True, extra={"audit": str(self.path)})
+                self._sync_error = error
+
+    async def aappend(self, draft: AuditDraft, *, durable: bool = True) -> None:
+        """Append ``draft``: on the event loop when nothing can block, else in a worker thread.
+
+        A non-durable append whose locks are free costs only CPU (redaction, hashing, one ``write``), so
+        it runs here and saves the thread hand-off; an ``fsync``, a group fsync in progress or a lock
+        another process holds is waited out in a worker thread.
+        """
+        if not durable and self.write(draft, durable=False, block=False) is not None:
+            return
+        await anyio.to_thread.run_sync(lambda: self.write(draft, durable=durable))
+
+    def flush(self) -> None:
+        """fsync every line written so far (the pending group too)."""
+        with self._lock:
+            if self._fd is not None and self._unsynced:
+                self._sync(self._fd)
 
     def close(self) -> None:
-        """Close the log file (every record is already fsynced; appending again reopens it)."""
+        """fsync what is pending and close the log file (appending again reopens it).
+
+        A failed last fsync is logged at CRITICAL, not raised: the records were written, and the process
+        that is stopping has no caller left to answer.
+        """
         with self._lock:
-            if self._fd is not None:
+            if self._fd is None:
+                return
+            try:
+                if self._unsynced:
+                    self._sync(self._fd)
+            except OSError:
+                logger.critical("audit_sync_failed", exc_info=True, extra={"audit": str(self.path)})
+            finally:
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
                 os.close(self._fd)
                 self._fd = None
+
+
+def _terminate_torn_tail(fd: int) -> None:
+    """End a last line cut off mid-write (a crash) with a newline, so the next record starts its own."""
+    end = os.lseek(fd, 0, os.SEEK_END)
+    if end and os.pread(fd, 1, end - 1) != b"\n":
+        _write_all(fd, b"\n")
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -12,7 +12,9 @@ with ``is_error`` exactly when ``ok`` is false:
    answered locally, every other tool by its adapter method; an exception escaping the adapter, or an
    answer that is not JSON text (a lone surrogate, a NaN), becomes an ``internal_adapter_error``
    Problem, the details going only to the server's stderr log;
-3. exactly one audit record is appended (redacted, chained) and its id becomes ``audit_event_id``;
+3. exactly one audit record is appended (redacted, chained) and its id becomes ``audit_event_id``; a
+   tool with an effect has its record ``fsync``-ed before the answer leaves, a read's is written at once
+   and synced in a group (:class:`~osbp.server.audit.AuditLog`);
 4. if that append fails, no envelope names the record that does not exist. A tool with an effect
    (``booking.create``, ``verification.send``, ``verification.verify``) still answers what happened,
    without ``audit_event_id``, and the server logs ``audit_append_failed`` at CRITICAL; a read-only tool
@@ -351,7 +353,8 @@ class ToolDispatcher:
             upstream=capture.last,
         )
         try:
-            await self._audit.aappend(draft)
+            # Durable (fsynced before the answer) exactly when the call may have changed something.
+            await self._audit.aappend(draft, durable=name in _EFFECTFUL)
         except Exception:
             return self._unaudited(name, outcome, mandate_id)
         return _result(envelope, text)

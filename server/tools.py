@@ -16,16 +16,23 @@ Annotations are explicit on every tool (left out, MCP reads a tool as destructiv
 
 ``open_world_hint`` is true for every tool that reaches the merchant's booking platform (its data and
 effects live outside this server) and false for ``handoff.request``, which never leaves the process.
+
+The schemas are read from the checked-in files (``protocol/schemas/``), not generated from the models
+at start-up: generating them is most of the server's own start-up work, and the files are the published
+contract, which the test suite keeps identical to what the models generate.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
 from mcp.types import Tool, ToolAnnotations
 
 from osbp.protocol.models import ToolName
-from osbp.protocol.schemas import tool_input_schema, tool_result_schema
+from osbp.protocol.schemas import SCHEMA_DIR
 from osbp.protocol.tools import TOOLS, mcp_tool_name
 
 __all__ = ["TOOL_DEFINITIONS", "ToolDefinition", "dotted_name", "mcp_tools"]
@@ -156,16 +163,26 @@ def dotted_name(mcp_name: str) -> ToolName | None:
     return definition.name if definition else None
 
 
-def mcp_tools() -> list[Tool]:
-    """The eight MCP ``Tool`` declarations with the protocol's input and output schemas."""
-    return [
+def _published(file_name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads((SCHEMA_DIR / file_name).read_text(encoding="utf-8"))
+    return schema
+
+
+@cache
+def _tools() -> tuple[Tool, ...]:
+    return tuple(
         Tool(
             name=definition.mcp_name,
             title=definition.title,
             description=definition.description,
-            input_schema=tool_input_schema(definition.name),
-            output_schema=tool_result_schema(definition.name),
+            input_schema=_published(f"{definition.name}.input.json"),
+            output_schema=_published(f"{definition.name}.result.json"),
             annotations=definition.annotations,
         )
         for definition in _DEFINITIONS
-    ]
+    )
+
+
+def mcp_tools() -> list[Tool]:
+    """The eight MCP ``Tool`` declarations with the protocol's published input and output schemas."""
+    return list(_tools())

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from osbp.protocol.clock import FixedClock
+from osbp.protocol.contract import Failure, Success
 from osbp.protocol.idempotency import (
     IDEMPOTENCY_IN_PROGRESS,
     LOCAL_CACHE_REPLAY,
@@ -324,3 +325,39 @@ def test_a_state_file_from_before_the_placed_mark_gains_its_columns(tmp_path: Pa
         )
     store = IdempotencyStore(StateStore(path))
     assert isinstance(store.claim("idem_old", "hash"), Claimed)
+
+
+@pytest.mark.anyio
+async def test_a_booking_create_on_a_free_state_file_makes_no_worker_thread_hand_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Platform choice: the preflight and the approved create (peek, claim, approval, placed mark,
+    settle, spend) run their state operations on the event loop when nothing holds the file's lock."""
+    import anyio.to_thread
+
+    from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
+    from osbp.protocol.core import OsbpCore
+    from osbp.protocol.models import Approval
+    from tests.support.mcp import NOW, create_args
+    from tests.support.memory_adapter import MemoryAdapter
+
+    clock = FixedClock(NOW)
+    core = OsbpCore(MemoryAdapter(clock=clock), state=tmp_path / "state.sqlite3", clock=clock)
+    handed_off: list[object] = []
+    real = anyio.to_thread.run_sync
+
+    async def counted(function: Any, *args: Any, **kwargs: Any) -> Any:
+        handed_off.append(function)
+        return await real(function, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    inp = BookingCreateInput.model_validate(create_args())
+    preflight = await core.create_booking(inp)
+    assert isinstance(preflight, Failure)
+    match = APPROVAL_TOKEN_PATTERN.search(preflight.problem.message)
+    assert match is not None
+    approved = inp.model_copy(update={"approval": Approval(confirmed=True, token=match.group(1))})
+    created = await core.create_booking(approved)
+    assert isinstance(created, Success)
+    assert handed_off == []
+    await core.aclose()

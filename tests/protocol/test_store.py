@@ -268,3 +268,180 @@ def test_an_upgraded_state_file_opens_again_unchanged(tmp_path: Path) -> None:
     StateStore(path)
     gate = ApprovalGate(StateStore(path), clock=FixedClock(NOW))
     assert gate.evaluate(approved(token), "Book it.") == Approved(token)
+
+
+# --- Long-lived connections ---------------------------------------------------------------------------
+
+
+def test_operations_reuse_one_pooled_connection(tmp_path: Path) -> None:
+    """Platform choice: one operation after another on a thread reuses the same configured connection
+    instead of connecting, setting pragmas and closing each time."""
+    store = StateStore(tmp_path / "s.sqlite3")
+    with store.read() as first:
+        pass
+    with store.write() as second:
+        second.execute("DELETE FROM approvals")
+    with store.read() as third:
+        pass
+    assert first is second is third
+
+
+def test_an_operation_leaves_the_wal_in_place_instead_of_checkpointing_it(tmp_path: Path) -> None:
+    """Platform choice: SQLite checkpoints and deletes the WAL when a file's last connection closes; a
+    pooled connection stays open, so a write is not followed by a checkpoint (SQLite's own automatic
+    checkpoint still runs as the WAL grows)."""
+    path = tmp_path / "s.sqlite3"
+    gate = ApprovalGate(StateStore(path), clock=FixedClock(NOW))
+    gate.evaluate(CREATE, "Book it.")
+    assert path.with_name(path.name + "-wal").stat().st_size > 0
+
+
+def test_threads_using_the_store_at_once_each_get_their_own_connection(tmp_path: Path) -> None:
+    """Platform choice: a pooled connection is lent to one thread at a time; a second thread inside an
+    operation meanwhile gets another one, and both go back to the pool."""
+    store = StateStore(tmp_path / "s.sqlite3")
+    inside, release = threading.Event(), threading.Event()
+    seen: list[sqlite3.Connection] = []
+
+    def hold() -> None:
+        with store.read() as connection:
+            seen.append(connection)
+            inside.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert inside.wait(10)
+    with store.write() as connection:
+        seen.append(connection)
+    release.set()
+    holder.join(10)
+    assert seen[0] is not seen[1]
+    with store.read() as first, store.read() as second:
+        assert {id(first), id(second)} == {id(seen[0]), id(seen[1])}
+
+
+def test_a_failed_transaction_rolls_back_and_its_connection_stays_usable(tmp_path: Path) -> None:
+    """A write that raises is rolled back before its connection goes back to the pool, so the next
+    operation does not inherit a half-done transaction."""
+    store = StateStore(tmp_path / "s.sqlite3")
+    lent: list[sqlite3.Connection] = []
+
+    def failing_write() -> None:
+        with store.write() as connection:
+            lent.append(connection)
+            connection.execute("INSERT INTO booking_snapshots VALUES ('bk_1', 'k', '{}', 0)")
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        failing_write()
+    connection = lent[0]
+    assert not connection.in_transaction
+    with store.write() as again:
+        assert again is connection
+        assert not again.execute("SELECT 1 FROM booking_snapshots").fetchall()
+
+
+def test_closing_the_store_closes_its_idle_connections_and_it_reopens_on_use(tmp_path: Path) -> None:
+    """Closing the core closes the state file's connections; a later operation simply opens a new one."""
+    store = StateStore(tmp_path / "s.sqlite3")
+    with store.read() as connection:
+        pass
+    store.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        connection.execute("SELECT 1")
+    with store.read() as reopened:
+        assert reopened is not connection
+        assert reopened.execute("SELECT count(*) FROM idempotency").fetchone() == (0,)
+
+
+def _forked_child_write(store: StateStore, parent_connection_id: int, results: Any) -> None:
+    with store.write() as connection:
+        connection.execute(
+            "INSERT INTO booking_snapshots VALUES ('bk_child', 'k', '{}', 0)",
+        )
+        results.put(id(connection) != parent_connection_id)
+
+
+def test_a_forked_child_never_uses_the_parents_connection(tmp_path: Path) -> None:
+    """SQLite: an open connection must not be carried across fork(); a child that inherited the store
+    opens its own connection, and the parent's keeps working after the child wrote and exited."""
+    import multiprocessing
+
+    store = StateStore(tmp_path / "s.sqlite3")
+    with store.read() as parent_connection:
+        pass
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    child = context.Process(target=_forked_child_write, args=(store, id(parent_connection), results))
+    child.start()
+    assert results.get(timeout=30) is True
+    child.join(30)
+    assert child.exitcode == 0
+    with store.read() as connection:
+        assert connection is parent_connection
+        assert connection.execute("SELECT booking_id FROM booking_snapshots").fetchall() == [("bk_child",)]
+
+
+# --- Async use: on the event loop unless a lock must be waited for ---------------------------------------
+
+
+@pytest.mark.anyio
+async def test_an_uncontended_operation_runs_on_the_calling_thread_without_a_hand_off(tmp_path: Path) -> None:
+    """Platform choice: a state operation that finds the file's lock free runs on the event loop (tens
+    of microseconds, no fsync in WAL mode) instead of paying a worker-thread hand-off."""
+    store = StateStore(tmp_path / "s.sqlite3")
+    ran_on: list[threading.Thread] = []
+
+    def write() -> int:
+        ran_on.append(threading.current_thread())
+        with store.write() as connection:
+            return connection.execute("DELETE FROM approvals").rowcount
+
+    assert await store.run(write) == 0
+    assert ran_on == [threading.current_thread()]
+
+
+@pytest.mark.anyio
+async def test_an_operation_meeting_another_connections_lock_waits_for_it_in_a_worker_thread(
+    tmp_path: Path,
+) -> None:
+    """Platform choice: the event loop never waits for another process's write lock; the operation
+    that met it changed nothing and runs again in a worker thread, which waits (busy timeout)."""
+    path = tmp_path / "s.sqlite3"
+    store = StateStore(path)
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    ran_on: list[threading.Thread] = []
+
+    def write() -> None:
+        ran_on.append(threading.current_thread())
+        if len(ran_on) == 2:
+            threading.Timer(0.05, holder.execute, args=("COMMIT",)).start()  # the other writer finishes
+        with store.write() as connection:
+            connection.execute("INSERT INTO booking_snapshots VALUES ('bk_1', 'k', '{}', 0)")
+
+    try:
+        await store.run(write)
+    finally:
+        holder.close()
+    assert ran_on[0] is threading.current_thread()
+    assert ran_on[1] is not threading.current_thread()
+    with store.read() as connection:
+        assert connection.execute("SELECT booking_id FROM booking_snapshots").fetchall() == [("bk_1",)]
+        assert connection.execute("PRAGMA busy_timeout").fetchone() == (10_000,)
+
+
+@pytest.mark.anyio
+async def test_closing_the_core_closes_the_state_files_connections(tmp_path: Path) -> None:
+    """Platform choice: a server that stops closes its adapter and then the state store's connections."""
+    from osbp.protocol.core import OsbpCore
+    from tests.support.memory_adapter import MemoryAdapter
+
+    store = StateStore(tmp_path / "s.sqlite3")
+    core = OsbpCore(MemoryAdapter(clock=FixedClock(NOW)), state=store, clock=FixedClock(NOW))
+    with store.read() as connection:
+        pass
+    await core.aclose()
+    with pytest.raises(sqlite3.ProgrammingError):
+        connection.execute("SELECT 1")

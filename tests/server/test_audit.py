@@ -212,3 +212,139 @@ def test_several_processes_appending_keep_one_valid_chain(tmp_path):
     assert report.ok, report.first_break
     assert report.lines == 160
     assert len({record["id"] for record in lines(path)}) == 160
+
+
+# --- Durability: effects fsynced before the answer, reads in groups -------------------------------------
+
+
+class FsyncCounter:
+    """Counts the real fsyncs the audit log makes (the call still reaches the operating system)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import threading
+
+        self.calls = 0
+        self.synced = threading.Event()
+        real = os.fsync
+
+        def counted(fd: int) -> None:
+            real(fd)
+            self.calls += 1
+            self.synced.set()
+
+        monkeypatch.setattr("osbp.server.audit.os.fsync", counted)
+
+
+def test_a_durable_append_is_fsynced_before_it_returns(tmp_path, monkeypatch):
+    """Platform choice (docs/server.md, group commit): a record of a call with an effect is on disk
+    before the call's answer leaves, every time."""
+    fsyncs = FsyncCounter(monkeypatch)
+    log = AuditLog(tmp_path / "events.jsonl", sync_delay_s=3600)
+    for n in range(3):
+        log.append(draft(n), durable=True)
+        assert fsyncs.calls == n + 1
+    log.close()
+
+
+def test_non_durable_appends_are_written_at_once_and_synced_in_a_group(tmp_path, monkeypatch):
+    """Platform choice (docs/server.md, group commit): a read's record is in the file when append returns
+    (another reader sees it), its fsync waits for the group: the count bound, or the next durable append,
+    which syncs every line before it too."""
+    fsyncs = FsyncCounter(monkeypatch)
+    path = tmp_path / "events.jsonl"
+    log = AuditLog(path, sync_every=3, sync_delay_s=3600)
+    log.append(draft(1), durable=False)
+    log.append(draft(2), durable=False)
+    assert [record["id"] for record in lines(path)] == ["aud_0001", "aud_0002"]
+    assert fsyncs.calls == 0
+    log.append(draft(3), durable=False)
+    assert fsyncs.calls == 1  # the third line filled the group
+    log.append(draft(4), durable=False)
+    log.append(draft(5), durable=True)
+    assert fsyncs.calls == 2  # one fsync for the pending read and the effect
+    log.append(draft(6), durable=False)
+    log.close()
+    assert fsyncs.calls == 3  # closing syncs what is pending
+    assert verify_chain(path).lines == 6
+
+
+def test_a_pending_group_is_synced_within_the_delay(tmp_path, monkeypatch):
+    """Platform choice (docs/server.md, group commit): an unsynced read record waits at most the bounded
+    delay for its fsync, with no further append needed."""
+    fsyncs = FsyncCounter(monkeypatch)
+    log = AuditLog(tmp_path / "events.jsonl", sync_every=1000, sync_delay_s=0.01)
+    log.append(draft(1), durable=False)
+    assert fsyncs.synced.wait(10)
+    assert fsyncs.calls == 1
+    log.close()
+    assert fsyncs.calls == 1  # nothing was pending any more
+
+
+def test_a_torn_last_line_stays_apart_and_the_chain_continues_from_its_bytes(tmp_path):
+    """Platform choice: a line cut off by a crash (an operating-system crash before the group's fsync)
+    is ended before the next record, so verify names exactly that line and the next record is whole."""
+    path = tmp_path / "events.jsonl"
+    log = AuditLog(path)
+    log.append(draft(1))
+    log.append(draft(2))
+    log.close()
+    data = path.read_bytes()
+    torn = data[: len(data) - 40]  # the second line loses its end, newline included
+    path.write_bytes(torn)
+    torn_report = verify_chain(path).first_break
+    assert torn_report is not None
+    assert torn_report.reason == "the last line is incomplete"
+    after = AuditLog(path)
+    after.append(draft(3))
+    after.close()
+    report = verify_chain(path)
+    assert report.first_break is not None
+    assert (report.lines, report.first_break.line) == (1, 2)
+    *_, torn_line, last = path.read_bytes().split(b"\n")[:-1]
+    record = json.loads(last)
+    assert record["id"] == "aud_0003"
+    assert record["prev_hash"] == sha256_hex(torn_line.decode("utf-8"))
+    assert record["hash"] == record_hash(record)
+
+
+_READ_STREAM = """
+import sys
+from datetime import UTC, datetime
+from osbp.server.audit import AuditDraft, AuditLog, Decision
+log = AuditLog(sys.argv[1], sync_every=10**9, sync_delay_s=3600)
+n = 0
+while True:
+    log.append(AuditDraft(id=f"aud_{n}", tool_name="service.describe", created_at=datetime.now(UTC),
+        input={"service_id": "svc"}, result={"ok": True, "value": {"id": "svc", "name": "x" * 500}},
+        decision=Decision(ok=True)), durable=False)
+    n += 1
+    print(n, flush=True)
+"""
+
+
+@pytest.mark.integration
+def test_a_server_killed_mid_stream_of_unsynced_reads_leaves_an_intact_chain(tmp_path):
+    """Platform choice (docs/server.md, group commit): a process killed while appending read records it
+    has not fsynced loses none of them and leaves a chain that verifies and continues."""
+    path = tmp_path / "events.jsonl"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _READ_STREAM, str(path)], stdout=subprocess.PIPE, text=True
+    )
+    assert writer.stdout is not None
+    reported = 0
+    try:
+        while reported < 200:
+            reported = int(writer.stdout.readline())
+    finally:
+        writer.kill()  # SIGKILL: no close, no fsync, mid-stream
+        writer.wait(timeout=30)
+        writer.stdout.close()
+    report = verify_chain(path)
+    assert report.ok, report.first_break
+    assert report.lines >= reported
+    log = AuditLog(path)
+    log.append(draft(1))
+    log.close()
+    after = verify_chain(path)
+    assert after.ok, after.first_break
+    assert after.lines == report.lines + 1

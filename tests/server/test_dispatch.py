@@ -582,3 +582,40 @@ def test_any_call_is_either_rejected_unaudited_or_audited_by_a_record_that_hashe
         assert env["ok"] in (True, False)
 
     check()
+
+
+@pytest.mark.anyio
+async def test_a_reads_record_is_written_on_the_loop_and_a_bookings_is_fsynced_before_its_answer(
+    core: OsbpCore, tmp_path: Path, clock: FixedClock, monkeypatch: pytest.MonkeyPatch
+):
+    """Platform choice (docs/server.md, group commit): a read's record is in the log before its answer,
+    written without a worker-thread hand-off and fsynced with its group; a booking.create's record is
+    fsynced (in a worker thread, the event loop never waits on the disk) before its answer leaves."""
+    import threading
+
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+
+    def counted(fd: int) -> None:
+        real_fsync(fd)
+        fsyncs.append(fd)
+
+    monkeypatch.setattr("osbp.server.audit.os.fsync", counted)
+    path = tmp_path / "audit.jsonl"
+    audit = AuditLog(path, sync_delay_s=3600)
+    on_loop: list[bool] = []
+    write = audit.write
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        return write(*args, **kwargs)
+
+    monkeypatch.setattr(audit, "write", spy)
+    async with Client(create_server(core, audit, clock=clock)) as client:
+        read = envelope(await client.call_tool("osbp_service_describe", {}))
+        assert [event["id"] for event in read_events(path)] == [read["audit_event_id"]]
+        assert (fsyncs, on_loop) == ([], [True])
+        created = envelope(await client.call_tool("osbp_booking_create", create_args()))
+        assert read_events(path)[-1]["id"] == created["audit_event_id"]
+        assert (len(fsyncs), on_loop) == (1, [True, False])
+    audit.close()

@@ -120,3 +120,21 @@ def test_descriptions_are_short():
 if __name__ == "__main__":
     SNAPSHOT.parent.mkdir(exist_ok=True)
     SNAPSHOT.write_text(json.dumps(listing(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def test_listing_the_tools_reads_the_published_schemas_without_generating_any(monkeypatch):
+    """Platform choice: the server's start-up reads the checked-in schema files (the published contract,
+    kept equal to the models by the schema drift test) instead of generating them from the models."""
+    import osbp.protocol.schemas as schemas
+    import osbp.server.tools as tools
+
+    def no_generation(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a schema was generated from the models")
+
+    monkeypatch.setattr(schemas, "_generate", no_generation)
+    tools._tools.cache_clear()
+    listed = {tool.name: tool for tool in mcp_tools()}
+    for dotted in TOOLS:
+        name = "osbp_" + dotted.replace(".", "_")
+        published = json.loads((schemas.SCHEMA_DIR / f"{dotted}.result.json").read_text(encoding="utf-8"))
+        assert listed[name].output_schema == published
