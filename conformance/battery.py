@@ -1,8 +1,8 @@
 """`run_battery`: start one server, hold one session, run every check, return the report.
 
 The order matters only where the platform is concerned: reads first (their answers feed later checks),
-then the bookings, the mandate matrix, the checks graded over every recorded call, and last the one
-deliberately schema-invalid call.
+the slots around the zone's DST transitions, then the bookings, the mandate matrix, the checks graded over
+every recorded call, and last the one deliberately schema-invalid call.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from osbp.conformance.mandate_checks import grade_mandates
 from osbp.conformance.payloads import Payloads
 from osbp.conformance.probe import Probe
 from osbp.conformance.read_checks import grade_reads
+from osbp.conformance.time_checks import grade_dst
 from osbp.conformance.tool_checks import grade_tools
 from osbp.conformance.wire import ServerTarget, open_wire
 
@@ -65,6 +66,8 @@ class Report(BaseModel):
     server: list[str]
     fixtures_organization_id: str
     scenario_url: str | None
+    stats_url: str | None = None
+    status_url: str | None = None
     ok: bool
     summary: Summary
     duration_seconds: float
@@ -79,6 +82,8 @@ class Report(BaseModel):
         fixtures: Fixtures,
         scenario_url: str | None,
         duration: float,
+        stats_url: str | None = None,
+        status_url: str | None = None,
     ) -> Report:
         """Assemble a report from the graded results."""
         counts = {verdict: sum(r.verdict is verdict for r in results) for verdict in Verdict}
@@ -86,6 +91,8 @@ class Report(BaseModel):
             server=list(target.command),
             fixtures_organization_id=fixtures.organization_id,
             scenario_url=scenario_url,
+            stats_url=stats_url,
+            status_url=status_url,
             ok=counts[Verdict.FAIL] == 0,
             summary=Summary(
                 total=len(results),
@@ -133,19 +140,26 @@ async def run_battery(
     fixtures: Fixtures,
     *,
     scenario_url: str | None = None,
+    stats_url: str | None = None,
+    status_url: str | None = None,
     call_timeout: float = 10.0,
     errlog: IO[str] | None = None,
     clock: Callable[[], dt.datetime] = _utc_now,
     nonce: str | None = None,
 ) -> Report:
-    """Grade the server `target` starts against `fixtures`; `timeout` bounds each call in seconds.
+    """Grade the server `target` starts against `fixtures`; `call_timeout` bounds each call in seconds.
+
+    The platform hooks are optional (see `osbp.conformance.scenario`): `scenario_url` arms outcomes,
+    `stats_url` counts the platform's create requests, `status_url` sets a booking's native status; a
+    check that needs an absent hook is SKIP, never PASS.
 
     The server's stderr goes to `errlog` (a temporary file by default, quoted when the start fails).
     `clock` dates the mandates; `nonce` makes this run's idempotency keys and mandate ids unique.
     """
     started = time.monotonic()
     grader = Grader()
-    payloads = Payloads(fixtures, now=clock(), nonce=nonce or secrets.token_hex(4))
+    now = clock()
+    payloads = Payloads(fixtures, now=now, nonce=nonce or secrets.token_hex(4))
     own_log = errlog is None
     log: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8") if errlog is None else errlog  # noqa: SIM115 - closed below
     initialized = False
@@ -155,9 +169,19 @@ async def run_battery(
             initialized = True
             info = wire.session.server_info
             grader.passed("wire.initialize", f"{info.name} {info.version}".strip() if info else "")
-            probe = Probe(wire, fixtures, grader, payloads, scenario_url, call_timeout)
+            probe = Probe(
+                wire,
+                fixtures,
+                grader,
+                payloads,
+                scenario_url,
+                call_timeout,
+                stats_url=stats_url,
+                status_url=status_url,
+            )
             await grade_tools(probe)
             await grade_reads(probe)
+            await grade_dst(probe, today=now.date())
             await grade_bookings(probe)
             await grade_mandates(probe)
             grade_envelopes(grader, wire)
@@ -187,4 +211,6 @@ async def run_battery(
         fixtures=fixtures,
         scenario_url=scenario_url,
         duration=time.monotonic() - started,
+        stats_url=stats_url,
+        status_url=status_url,
     )
