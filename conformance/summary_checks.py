@@ -28,7 +28,7 @@ from osbp.conformance.probe import Probe
 from osbp.conformance.wallclock import clock_forms, zone
 from osbp.conformance.wire import Exchange
 
-__all__ = ["SUMMARY_CHECKS", "date_forms", "grade_summaries", "price_forms"]
+__all__ = ["SUMMARY_CHECKS", "date_forms", "grade_summaries", "price_forms", "summary_text"]
 
 #: Every check this module grades, in report order.
 SUMMARY_CHECKS = (
@@ -67,16 +67,19 @@ def price_forms(price: dict[str, Any]) -> list[str]:
 
 
 def _price_stated(text: str, price: dict[str, Any]) -> bool:
-    """The display string, or the major amount with the currency's code or sign somewhere in the text."""
+    """The display string, or the major amount right beside the currency's code or sign (either side)."""
     display = price.get("display")
     if isinstance(display, str) and display and display in text:
         return True
     currency = price.get("currency")
     if not isinstance(currency, str):
         return False
-    marks = (currency, *_SIGNS.get(currency, ()))
-    amounts = [form for form in price_forms(price) if form != display]
-    return any(form in text for form in amounts) and any(mark in text for mark in marks)
+    marks = "|".join(re.escape(mark) for mark in (currency, *_SIGNS.get(currency, ())))
+    for amount in (re.escape(form) for form in price_forms(price) if form != display):
+        beside = rf"(?:{marks})\s?{amount}(?![\d]|[.,]\d)|(?<![\d.,]){amount}\s?(?:{marks})"
+        if re.search(beside, text):
+            return True
+    return False
 
 
 def date_forms(day: dt.date) -> tuple[str, ...]:
@@ -102,10 +105,18 @@ def _zone_forms(timezone: str, local: dt.datetime) -> tuple[str, ...]:
     return (timezone, abbreviation) if abbreviation else (timezone,)
 
 
+def summary_text(message: str) -> str:
+    """The user-facing part of a challenge message: everything before the sentence carrying the token."""
+    at = message.find('approval.token="')
+    if at < 0:
+        return message
+    cut = max(message.rfind("\n", 0, at), message.rfind(". ", 0, at))
+    return message[: cut + 1].strip() if cut >= 0 else ""
+
+
 def _shown(text: str, what: str) -> str:
     """A failure detail quoting the summary the server showed."""
-    head = text.split('approval.token="', 1)[0].strip()
-    return f"{what}; the summary was: {head[:400]!r}"
+    return f"{what}; the summary was: {text[:400]!r}"
 
 
 def _grade_core(probe: Probe, message: str) -> None:
@@ -193,14 +204,14 @@ async def _fee_challenges(probe: Probe) -> list[tuple[str, Exchange]]:
 
 async def grade_summaries(probe: Probe, first: Exchange) -> None:
     """Grade every summary element on `first` (the fixed-price challenge) and the fee-allowing challenges."""
-    message = first.message
+    message = summary_text(first.message)
     _grade_core(probe, message)
     usd = probe.fixtures.services.fixed_usd.id
     graded: list[tuple[str, str]] = [(usd, message)]
     problems: list[str] = []
     for service_id, exchange in await _fee_challenges(probe):
         if exchange.code == "requires_user_confirmation" and exchange.problem.get("retryable") is True:
-            graded.append((service_id, exchange.message))
+            graded.append((service_id, summary_text(exchange.message)))
         else:
             problems.append(f"{service_id}: expected an approval challenge, got {exchange.describe()}")
     with probe.grader.check("summary.payment"):
