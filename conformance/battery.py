@@ -71,6 +71,8 @@ class Report(BaseModel):
     ok: bool
     summary: Summary
     duration_seconds: float
+    #: Seconds the battery spent waiting out the platform's rate limit (retryable rate_limited answers).
+    rate_limit_waited_seconds: float = 0.0
     checks: list[CheckReport]
 
     @classmethod
@@ -84,6 +86,7 @@ class Report(BaseModel):
         duration: float,
         stats_url: str | None = None,
         status_url: str | None = None,
+        rate_limit_waited: float = 0.0,
     ) -> Report:
         """Assemble a report from the graded results."""
         counts = {verdict: sum(r.verdict is verdict for r in results) for verdict in Verdict}
@@ -101,6 +104,7 @@ class Report(BaseModel):
                 skipped=counts[Verdict.SKIP],
             ),
             duration_seconds=round(duration, 3),
+            rate_limit_waited_seconds=round(rate_limit_waited, 3),
             checks=[
                 CheckReport(
                     id=r.check.id,
@@ -164,6 +168,7 @@ async def run_battery(
     log: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8") if errlog is None else errlog  # noqa: SIM115 - closed below
     initialized = False
     aborted = ""
+    waited = 0.0
     try:
         async with open_wire(target, call_timeout=call_timeout, errlog=log) as wire:
             initialized = True
@@ -186,6 +191,7 @@ async def run_battery(
             await grade_mandates(probe)
             grade_envelopes(grader, wire)
             await grade_rejections(probe)
+            waited = wire.rate_limit_waited
     except Exception as exc:  # a server that cannot be driven is a failed grade, not a crash
         if initialized:
             aborted = _describe(exc)
@@ -213,4 +219,5 @@ async def run_battery(
         duration=time.monotonic() - started,
         stats_url=stats_url,
         status_url=status_url,
+        rate_limit_waited=waited,
     )

@@ -325,7 +325,7 @@ async def _runtime(probe: Probe) -> None:
             )
             if problem is not None:
                 raise CheckFailed(problem)
-            answer = await probe.wire.call(CREATE, approved(payload, token))
+            answer = await probe.wire.call(CREATE, approved(payload, token), patient=False)
             expect(answer.code == outcome, f"expected {outcome}, got {answer.describe()}")
             expect(answer.problem.get("retryable") is True, f"{outcome} must be retryable")
 

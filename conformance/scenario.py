@@ -17,9 +17,13 @@ Each function answers the value or None on success, else a one-line reason (neve
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Literal
 
+import anyio
 import httpx2
+
+from osbp.conformance.wire import RATE_LIMIT_PATIENCE, retry_delay
 
 __all__ = ["Outcome", "arm", "create_requests", "set_native_status"]
 
@@ -31,11 +35,30 @@ async def _request(
 ) -> httpx2.Response | str:
     # trust_env=False: the hooks are test-only endpoints, normally on loopback, and a proxy picked up from
     # the environment must not intercept them.
+    waited = 0.0
     try:
         async with httpx2.AsyncClient(timeout=call_timeout, trust_env=False) as client:
-            return await client.request(method, url, json=body)
+            for attempt in itertools.count():
+                response = await client.request(method, url, json=body)
+                # The hooks share the platform's rate limit: an HTTP 429 is waited out per Retry-After.
+                if response.status_code != 429:
+                    return response
+                delay = _retry_after(response.headers.get("retry-after"), attempt)
+                if waited + delay > RATE_LIMIT_PATIENCE:
+                    return response
+                await anyio.sleep(delay)
+                waited += delay
     except httpx2.HTTPError as exc:
         return f"could not reach the {name}: {type(exc).__name__}: {exc}"
+    raise AssertionError("unreachable")  # pragma: no cover - itertools.count() never ends
+
+
+def _retry_after(header: str | None, attempt: int) -> float:
+    """Retry-After in delay-seconds (RFC 9110), else the wire's backoff for `attempt`."""
+    try:
+        return max(float(header), 0.1) if header is not None else retry_delay("", attempt)
+    except ValueError:
+        return retry_delay("", attempt)
 
 
 async def arm(url: str, organization_id: str, outcome: Outcome, *, call_timeout: float) -> str | None:

@@ -42,10 +42,14 @@ class SelfTarget:
 
 
 @contextmanager
-def self_target() -> Iterator[SelfTarget]:
-    """Run this project's platform for the duration and describe this project's server against it."""
-    # In-memory database, ephemeral port, testing surface on (to arm outcomes).
-    platform = PlatformServer(BackendSettings(db=":memory:", port=0, enable_testing=True))
+def self_target(settings: BackendSettings | None = None) -> Iterator[SelfTarget]:
+    """Run this project's platform for the duration and describe this project's server against it.
+
+    `settings` overrides the platform's (default: an in-memory database on an ephemeral port); the testing
+    surface is always on, for the hooks.
+    """
+    base = settings or BackendSettings(db=":memory:", port=0)
+    platform = PlatformServer(base.model_copy(update={"enable_testing": True}))
     fixtures_path = reference_fixtures_path()
     organization_id = load_fixtures(fixtures_path).organization_id
     with tempfile.TemporaryDirectory(prefix="osbp-conformance-") as state, platform:
