@@ -44,6 +44,9 @@ class CheckReport(BaseModel):
     section: str
     status: Verdict
     detail: str = ""
+    #: For a FAIL, when the check knows them: what the requirement wanted, and what the server did.
+    expected: str = ""
+    observed: str = ""
 
 
 class Summary(BaseModel):
@@ -112,6 +115,8 @@ class Report(BaseModel):
                     section=r.check.section,
                     status=r.verdict,
                     detail=r.detail,
+                    expected=r.expected,
+                    observed=r.observed,
                 )
                 for r in results
             ],

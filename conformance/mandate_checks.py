@@ -246,14 +246,16 @@ def order_pairs(probe: Probe) -> list[Pair]:
 
 async def _grade_order(probe: Probe) -> None:
     with probe.grader.check("mandate.order"):
-        problems = []
+        problems, first = list[str](), ("", "")
         for pair in order_pairs(probe):
             exchange = await probe.wire.call(CREATE, pair.payload)
             if exchange.code != pair.code:
+                if not problems:
+                    first = (f"{pair.code} ({pair.earlier} before {pair.later})", exchange.describe())
                 problems.append(
                     f"{pair.earlier} before {pair.later}: expected {pair.code}, got {exchange.describe()}"
                 )
-        expect(not problems, summarize(problems))
+        expect(not problems, summarize(problems), expected=first[0], observed=first[1])
 
 
 async def grade_mandates(probe: Probe) -> None:
@@ -265,6 +267,8 @@ async def grade_mandates(probe: Probe) -> None:
                 expect(
                     exchange.code == case.code,
                     f"expected {case.code} on the first call, got {exchange.describe()}",
+                    expected=case.code,
+                    observed=exchange.describe(),
                 )
                 if case.code == _FAIL_CLOSED:
                     expect(

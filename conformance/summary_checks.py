@@ -114,9 +114,9 @@ def summary_text(message: str) -> str:
     return message[: cut + 1].strip() if cut >= 0 else ""
 
 
-def _shown(text: str, what: str) -> str:
-    """A failure detail quoting the summary the server showed."""
-    return f"{what}; the summary was: {text[:400]!r}"
+def _require(condition: bool, text: str, what: str) -> None:
+    """Fail unless `condition`: expected `what` in the summary, observed the summary the server showed."""
+    expect(condition, f"the summary does not state {what}", expected=what, observed=repr(text[:400]))
 
 
 def _grade_core(probe: Probe, message: str) -> None:
@@ -127,37 +127,33 @@ def _grade_core(probe: Probe, message: str) -> None:
     price = slot.get("price") if isinstance(slot.get("price"), dict) else service.get("price")
     with grader.check("approval.summary"):
         expect(bool(service), "service.describe failed, so the service name is unknown")
-        expect(
-            _named(message, service.get("name")), _shown(message, f"no service name {service.get('name')!r}")
-        )
-        start = fixtures.slot.start.time()
-        expect(
-            any(form in message for form in clock_forms(start)),
-            _shown(message, f"no merchant-local time {fixtures.slot.time}"),
+        name = service.get("name")
+        _require(_named(message, name), message, f"the service name {name!r}")
+        times = clock_forms(fixtures.slot.start.time())
+        _require(
+            any(form in message for form in times), message, f"the merchant-local time {fixtures.slot.time}"
         )
         expect(isinstance(price, dict), "neither availability.find nor service.describe reported a price")
         assert isinstance(price, dict)
-        expect(
-            _price_stated(message, price),
-            _shown(message, f"no price {price_forms(price)} with currency {price.get('currency')!r}"),
-        )
+        wanted = f"the price {price_forms(price)} beside its currency {price.get('currency')!r}"
+        _require(_price_stated(message, price), message, wanted)
     with grader.check("summary.date"):
         forms = date_forms(fixtures.slot.date)
-        expect(any(form in message for form in forms), _shown(message, f"no date {fixtures.slot.date}"))
+        _require(any(form in message for form in forms), message, f"the date {fixtures.slot.date}")
     with grader.check("summary.timezone"):
         timezone = slot.get("schedule_timezone") or fixtures.timezone
-        forms = _zone_forms(str(timezone), fixtures.slot.start)
-        expect(any(form in message for form in forms), _shown(message, f"no timezone (looked for {forms})"))
+        zones = _zone_forms(str(timezone), fixtures.slot.start)
+        _require(any(form in message for form in zones), message, f"the timezone (one of {list(zones)})")
     for check_id, key, what in (
         ("summary.provider", "provider_name", "provider"),
         ("summary.location", "schedule_name", "location"),
     ):
         with grader.check(check_id):
             expect(bool(slot), "availability.find did not offer the fixture slot, so its names are unknown")
-            expect(_named(message, slot.get(key)), _shown(message, f"no {what} {slot.get(key)!r}"))
+            _require(_named(message, slot.get(key)), message, f"the {what} {slot.get(key)!r}")
     with grader.check("summary.customer_name"):
-        name = fixtures.customer.display_name
-        expect(_named(message, name), _shown(message, f"no merchant-visible name {name!r}"))
+        customer = fixtures.customer.display_name
+        _require(_named(message, customer), message, f"the merchant-visible name {customer!r}")
 
 
 def _fee_problems(message: str, policy: dict[str, Any], where: str) -> tuple[int, list[str]]:
