@@ -28,7 +28,7 @@ from osbp.conformance.probe import Probe
 from osbp.conformance.wallclock import clock_forms, zone
 from osbp.conformance.wire import Exchange
 
-__all__ = ["SUMMARY_CHECKS", "date_forms", "grade_summaries", "price_forms", "summary_text"]
+__all__ = ["SUMMARY_CHECKS", "date_forms", "grade_summaries", "price_forms", "price_stated", "summary_text"]
 
 #: Every check this module grades, in report order.
 SUMMARY_CHECKS = (
@@ -66,7 +66,7 @@ def price_forms(price: dict[str, Any]) -> list[str]:
     return forms
 
 
-def _price_stated(text: str, price: dict[str, Any]) -> bool:
+def price_stated(text: str, price: dict[str, Any]) -> bool:
     """The display string, or the major amount right beside the currency's code or sign (either side)."""
     display = price.get("display")
     if isinstance(display, str) and display and display in text:
@@ -136,7 +136,7 @@ def _grade_core(probe: Probe, message: str) -> None:
         expect(isinstance(price, dict), "neither availability.find nor service.describe reported a price")
         assert isinstance(price, dict)
         wanted = f"the price {price_forms(price)} beside its currency {price.get('currency')!r}"
-        _require(_price_stated(message, price), message, wanted)
+        _require(price_stated(message, price), message, wanted)
     with grader.check("summary.date"):
         forms = date_forms(fixtures.slot.date)
         _require(any(form in message for form in forms), message, f"the date {fixtures.slot.date}")
@@ -163,7 +163,7 @@ def _fee_problems(message: str, policy: dict[str, Any], where: str) -> tuple[int
         if not isinstance(fee, dict):
             continue
         count += 1
-        if not _price_stated(message, fee):
+        if not price_stated(message, fee):
             problems.append(f"{where}: no {label} {price_forms(fee)}")
     return count, problems
 
@@ -173,7 +173,7 @@ def _payment_problem(message: str, policy: dict[str, Any], where: str) -> str | 
     if requirement == "deposit":
         deposit = policy.get("deposit")
         if not (
-            isinstance(deposit, dict) and _price_stated(message, deposit) and "deposit" in message.lower()
+            isinstance(deposit, dict) and price_stated(message, deposit) and "deposit" in message.lower()
         ):
             forms = price_forms(deposit) if isinstance(deposit, dict) else []
             return f"{where}: no deposit of {forms}"

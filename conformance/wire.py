@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any, TextIO, cast
@@ -180,6 +180,8 @@ class Wire:
     rate_limit_patience: float = RATE_LIMIT_PATIENCE
     #: Seconds spent waiting out rate limits over the run.
     rate_limit_waited: float = 0.0
+    #: How the wire waits (replaceable so a test need not).
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
 
     async def call(self, tool: str, arguments: Mapping[str, Any], *, patient: bool = True) -> Exchange:
         """Call a tool and record what came back; never raises for what the server does.
@@ -201,7 +203,7 @@ class Wire:
             delay = retry_delay(exchange.message, attempt)
             if waited + delay > self.rate_limit_patience:
                 return exchange
-            await anyio.sleep(delay)
+            await self.sleep(delay)
             waited += delay
             self.rate_limit_waited += delay
         raise AssertionError("unreachable")  # pragma: no cover - itertools.count() never ends
