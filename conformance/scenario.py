@@ -61,15 +61,20 @@ def _retry_after(header: str | None, attempt: int) -> float:
         return retry_delay("", attempt)
 
 
-async def arm(url: str, organization_id: str, outcome: Outcome, *, call_timeout: float) -> str | None:
-    """Arm `outcome`; None when armed, else why not."""
-    body = {"organization_id": organization_id, "outcome": outcome}
-    response = await _request("POST", url, "scenario URL", call_timeout=call_timeout, body=body)
+async def _post(url: str, name: str, body: dict[str, str], *, doing: str, call_timeout: float) -> str | None:
+    """POST `body` to a hook; None on any 2xx, else why not."""
+    response = await _request("POST", url, name, call_timeout=call_timeout, body=body)
     if isinstance(response, str):
         return response
     if not 200 <= response.status_code < 300:
-        return f"the scenario URL answered HTTP {response.status_code} when arming {outcome}"
+        return f"the {name} answered HTTP {response.status_code} when {doing}"
     return None
+
+
+async def arm(url: str, organization_id: str, outcome: Outcome, *, call_timeout: float) -> str | None:
+    """Arm `outcome`; None when armed, else why not."""
+    body = {"organization_id": organization_id, "outcome": outcome}
+    return await _post(url, "scenario URL", body, doing=f"arming {outcome}", call_timeout=call_timeout)
 
 
 async def create_requests(url: str, *, call_timeout: float) -> int | str:
@@ -93,9 +98,4 @@ async def set_native_status(
 ) -> str | None:
     """Give the booking the native `status`; None when set, else why not."""
     body = {"organization_id": organization_id, "booking_id": booking_id, "status": status}
-    response = await _request("POST", url, "status URL", call_timeout=call_timeout, body=body)
-    if isinstance(response, str):
-        return response
-    if not 200 <= response.status_code < 300:
-        return f"the status URL answered HTTP {response.status_code} when setting {status!r}"
-    return None
+    return await _post(url, "status URL", body, doing=f"setting {status!r}", call_timeout=call_timeout)

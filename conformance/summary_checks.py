@@ -28,7 +28,15 @@ from osbp.conformance.probe import Probe
 from osbp.conformance.wallclock import clock_forms, zone
 from osbp.conformance.wire import Exchange
 
-__all__ = ["SUMMARY_CHECKS", "date_forms", "grade_summaries", "price_forms", "price_stated", "summary_text"]
+__all__ = [
+    "SUMMARY_CHECKS",
+    "date_forms",
+    "grade_summaries",
+    "payment_problem",
+    "price_forms",
+    "price_stated",
+    "summary_text",
+]
 
 #: Every check this module grades, in report order.
 SUMMARY_CHECKS = (
@@ -44,7 +52,9 @@ SUMMARY_CHECKS = (
 #: Currency signs prose commonly uses instead of the ISO code.
 _SIGNS = {"USD": ("$",), "EUR": ("€",), "GBP": ("£",), "JPY": ("¥", "円"), "KWD": ("KD", "د.ك")}
 _FEES = (("cancellation_fee", "cancellation fee"), ("no_show_fee", "no-show fee"))
-_PREPAY = re.compile(r"prepa|in advance|up ?front|full payment|before the appointment", re.IGNORECASE)
+#: How prose says the whole price is due before the appointment ("upfront" alone also opens "No upfront
+#: payment", and "before the appointment" a cancellation deadline, so neither counts).
+_PREPAY = re.compile(r"prepa|in advance|full payment|paid in full|pay in full", re.IGNORECASE)
 _PAYMENT = re.compile(r"\b(pay\w*|deposit\w*|prepa\w*|charge\w*)\b", re.IGNORECASE)
 
 
@@ -168,7 +178,7 @@ def _fee_problems(message: str, policy: dict[str, Any], where: str) -> tuple[int
     return count, problems
 
 
-def _payment_problem(message: str, policy: dict[str, Any], where: str) -> str | None:
+def payment_problem(message: str, policy: dict[str, Any], where: str) -> str | None:
     requirement = policy.get("payment_requirement")
     if requirement == "deposit":
         deposit = policy.get("deposit")
@@ -215,7 +225,7 @@ async def grade_summaries(probe: Probe, first: Exchange) -> None:
             policy = probe.policies.get(service_id)
             if policy is None:
                 problems.append(f"{service_id}: policy.explain failed, so the requirement is unknown")
-            elif problem := _payment_problem(text, policy, service_id):
+            elif problem := payment_problem(text, policy, service_id):
                 problems.append(problem)
         expect(not problems, "; ".join(problems))
     fees, missing = 0, list[str]()

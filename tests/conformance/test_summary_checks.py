@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from osbp.conformance.booking_checks import wrong_code
-from osbp.conformance.summary_checks import date_forms, price_stated, summary_text
+from osbp.conformance.summary_checks import date_forms, payment_problem, price_stated, summary_text
 
 USD_95 = {"amount_minor": 9500, "currency": "USD", "type": "fixed"}
 
@@ -42,3 +42,22 @@ def test_the_wrong_code_differs_from_the_right_one_in_every_character():
     assert wrong_code("123456") == "234567"
     assert wrong_code("999999") == "000000"
     assert all(a != b for a, b in zip("a1B9", wrong_code("a1B9"), strict=True))
+
+
+def test_the_payment_requirement_is_read_from_the_servers_own_policy():
+    """OSBP spec, policy.explain and booking.create (read the policy impact back; say "No upfront payment
+    or deposit is required" rather than the enum): a deposit needs its amount, a full prepayment must be
+    said to be due in advance, and a cancellation deadline is not a prepayment."""
+    deposit = {"payment_requirement": "deposit", "deposit": {"amount_minor": 2500, "currency": "USD"}}
+    assert payment_problem("A deposit of $25.00 is required.", deposit, "svc") is None
+    assert (
+        payment_problem("Deposit required: book now.", deposit, "svc")
+        == "svc: no deposit of ['25.00', '25.00']"
+    )
+    prepay = {"payment_requirement": "full_prepay"}
+    assert payment_problem("Full payment of $95.00 is required in advance.", prepay, "svc") is None
+    cancel_only = "Free cancellation up to 6 hours before the appointment. No upfront payment is required."
+    assert payment_problem(cancel_only, prepay, "svc") == "svc: full prepayment is not stated"
+    none = {"payment_requirement": "none"}
+    assert payment_problem("No upfront payment or deposit is required to book.", none, "svc") is None
+    assert payment_problem("Book a haircut at 10:30.", none, "svc") is not None
