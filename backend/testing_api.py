@@ -2,9 +2,9 @@
 
 Arm an organization's next appointment create to fail (consumed once), read the outbox (the stand-in
 SMS/email gateway), set or advance the platform clock, reset to seeds, read counters that prove a
-write did or did not happen, and change a service's price or policy or a provider's name on the running
-platform (as a merchant editing its catalog would). The shapes are a contract with the conformance
-battery and the demo.
+write did or did not happen, change a service's price or policy or a provider's name on the running
+platform (as a merchant editing its catalog would), and give one appointment a native status directly (to
+grade a status mapping). The shapes are a contract with the conformance battery and the demo.
 """
 
 from __future__ import annotations
@@ -17,10 +17,19 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validato
 from sqlmodel import col, func, select
 
 from osbp.backend.api.deps import RuntimeDep
-from osbp.backend.catalog import get_organization, get_provider, get_service
+from osbp.backend.appointments import appointment_out
+from osbp.backend.catalog import get_organization, get_provider, get_service, not_found
 from osbp.backend.models import ACTIVE_STATUSES, Appointment, OutboxMessage
+from osbp.backend.wire import AppointmentOut
 
-__all__ = ["ArmRequest", "ClockRequest", "ProviderChange", "ServiceChange", "router"]
+__all__ = [
+    "AppointmentStatusRequest",
+    "ArmRequest",
+    "ClockRequest",
+    "ProviderChange",
+    "ServiceChange",
+    "router",
+]
 
 router = APIRouter(prefix="/_testing", tags=["testing"])
 
@@ -32,6 +41,16 @@ class ArmRequest(BaseModel):
 
     organization_id: str = Field(min_length=1, max_length=100)
     outcome: Literal["slot_taken", "rate_limited", "requires_verification"]
+
+
+class AppointmentStatusRequest(BaseModel):
+    """Give one appointment a native status, bypassing the cancel and no-show rules."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    organization_id: str = Field(min_length=1, max_length=100)
+    booking_id: str = Field(min_length=1, max_length=100)
+    status: Literal["pending", "confirmed", "cancelled", "completed", "no_show"]
 
 
 class Armed(BaseModel):
@@ -223,3 +242,17 @@ def change_provider(body: ProviderChange, runtime: RuntimeDep) -> Changed:
         provider.name = body.name
         session.add(provider)
     return Changed(id=body.provider_id, changed=["name"])
+
+
+@router.post("/appointment-status", response_model=AppointmentOut)
+def set_appointment_status(body: AppointmentStatusRequest, runtime: RuntimeDep) -> AppointmentOut:
+    """Store `status` on the appointment as is (its native read reports it), for status-mapping checks."""
+    with runtime.db.write() as session:
+        appointment = session.get(Appointment, body.booking_id)
+        if appointment is None or appointment.organization_id != body.organization_id:
+            detail = f"No appointment {body.booking_id!r} at {body.organization_id!r}."
+            raise not_found(session, body.organization_id, "appointment_not_found", detail)
+        appointment.status = body.status
+        session.add(appointment)
+        service = get_service(session, body.organization_id, appointment.service_id)
+        return appointment_out(appointment, service, runtime.clock.now())

@@ -1,8 +1,8 @@
 """`run_battery`: start one server, hold one session, run every check, return the report.
 
 The order matters only where the platform is concerned: reads first (their answers feed later checks),
-then the bookings, the mandate matrix, the checks graded over every recorded call, and last the one
-deliberately schema-invalid call.
+the slots around the zone's DST transitions, then the bookings, the mandate matrix, the checks graded over
+every recorded call, and last the one deliberately schema-invalid call.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from osbp.conformance.mandate_checks import grade_mandates
 from osbp.conformance.payloads import Payloads
 from osbp.conformance.probe import Probe
 from osbp.conformance.read_checks import grade_reads
+from osbp.conformance.time_checks import grade_dst
 from osbp.conformance.tool_checks import grade_tools
 from osbp.conformance.wire import ServerTarget, open_wire
 
@@ -43,6 +44,9 @@ class CheckReport(BaseModel):
     section: str
     status: Verdict
     detail: str = ""
+    #: For a FAIL, when the check knows them: what the requirement wanted, and what the server did.
+    expected: str = ""
+    observed: str = ""
 
 
 class Summary(BaseModel):
@@ -65,9 +69,13 @@ class Report(BaseModel):
     server: list[str]
     fixtures_organization_id: str
     scenario_url: str | None
+    stats_url: str | None = None
+    status_url: str | None = None
     ok: bool
     summary: Summary
     duration_seconds: float
+    #: Seconds the battery spent waiting out the platform's rate limit (retryable rate_limited answers).
+    rate_limit_waited_seconds: float = 0.0
     checks: list[CheckReport]
 
     @classmethod
@@ -79,6 +87,9 @@ class Report(BaseModel):
         fixtures: Fixtures,
         scenario_url: str | None,
         duration: float,
+        stats_url: str | None = None,
+        status_url: str | None = None,
+        rate_limit_waited: float = 0.0,
     ) -> Report:
         """Assemble a report from the graded results."""
         counts = {verdict: sum(r.verdict is verdict for r in results) for verdict in Verdict}
@@ -86,6 +97,8 @@ class Report(BaseModel):
             server=list(target.command),
             fixtures_organization_id=fixtures.organization_id,
             scenario_url=scenario_url,
+            stats_url=stats_url,
+            status_url=status_url,
             ok=counts[Verdict.FAIL] == 0,
             summary=Summary(
                 total=len(results),
@@ -94,6 +107,7 @@ class Report(BaseModel):
                 skipped=counts[Verdict.SKIP],
             ),
             duration_seconds=round(duration, 3),
+            rate_limit_waited_seconds=round(rate_limit_waited, 3),
             checks=[
                 CheckReport(
                     id=r.check.id,
@@ -101,6 +115,8 @@ class Report(BaseModel):
                     section=r.check.section,
                     status=r.verdict,
                     detail=r.detail,
+                    expected=r.expected,
+                    observed=r.observed,
                 )
                 for r in results
             ],
@@ -133,35 +149,54 @@ async def run_battery(
     fixtures: Fixtures,
     *,
     scenario_url: str | None = None,
+    stats_url: str | None = None,
+    status_url: str | None = None,
     call_timeout: float = 10.0,
     errlog: IO[str] | None = None,
     clock: Callable[[], dt.datetime] = _utc_now,
     nonce: str | None = None,
 ) -> Report:
-    """Grade the server `target` starts against `fixtures`; `timeout` bounds each call in seconds.
+    """Grade the server `target` starts against `fixtures`; `call_timeout` bounds each call in seconds.
+
+    The platform hooks are optional (see `osbp.conformance.scenario`): `scenario_url` arms outcomes,
+    `stats_url` counts the platform's create requests, `status_url` sets a booking's native status; a
+    check that needs an absent hook is SKIP, never PASS.
 
     The server's stderr goes to `errlog` (a temporary file by default, quoted when the start fails).
     `clock` dates the mandates; `nonce` makes this run's idempotency keys and mandate ids unique.
     """
     started = time.monotonic()
     grader = Grader()
-    payloads = Payloads(fixtures, now=clock(), nonce=nonce or secrets.token_hex(4))
+    now = clock()
+    payloads = Payloads(fixtures, now=now, nonce=nonce or secrets.token_hex(4))
     own_log = errlog is None
     log: IO[str] = tempfile.TemporaryFile("w+", encoding="utf-8") if errlog is None else errlog  # noqa: SIM115 - closed below
     initialized = False
     aborted = ""
+    waited = 0.0
     try:
         async with open_wire(target, call_timeout=call_timeout, errlog=log) as wire:
             initialized = True
             info = wire.session.server_info
             grader.passed("wire.initialize", f"{info.name} {info.version}".strip() if info else "")
-            probe = Probe(wire, fixtures, grader, payloads, scenario_url, call_timeout)
+            probe = Probe(
+                wire,
+                fixtures,
+                grader,
+                payloads,
+                scenario_url,
+                call_timeout,
+                stats_url=stats_url,
+                status_url=status_url,
+            )
             await grade_tools(probe)
             await grade_reads(probe)
+            await grade_dst(probe, today=now.date())
             await grade_bookings(probe)
             await grade_mandates(probe)
             grade_envelopes(grader, wire)
             await grade_rejections(probe)
+            waited = wire.rate_limit_waited
     except Exception as exc:  # a server that cannot be driven is a failed grade, not a crash
         if initialized:
             aborted = _describe(exc)
@@ -187,4 +222,7 @@ async def run_battery(
         fixtures=fixtures,
         scenario_url=scenario_url,
         duration=time.monotonic() - started,
+        stats_url=stats_url,
+        status_url=status_url,
+        rate_limit_waited=waited,
     )

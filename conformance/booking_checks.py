@@ -9,87 +9,24 @@ and supplies the fixture's verification code when the platform asks for one.
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal
 from typing import Any
 
-from iso4217 import Currency
-
-from osbp.conformance.grading import CheckFailed, Verdict, expect
-from osbp.conformance.payloads import CREATE, approval_token, approved
+from osbp.conformance.flows import book as _book
+from osbp.conformance.flows import challenge as _challenge
+from osbp.conformance.flows import receipt_problems as _receipt_problems
+from osbp.conformance.grading import CheckFailed, Verdict, expect, summarize
+from osbp.conformance.payloads import CREATE, approved
 from osbp.conformance.probe import Probe
-from osbp.conformance.scenario import Outcome, arm
+from osbp.conformance.scenario import Outcome, arm, create_requests, set_native_status
+from osbp.conformance.summary_checks import SUMMARY_CHECKS, grade_summaries
 from osbp.conformance.wallclock import clock_forms, format_wall_clock, parse_wall_clock
-from osbp.conformance.wire import Exchange
 
 __all__ = ["grade_bookings"]
 
 _STATUSES = {"booked", "cancelled", "completed", "no_show", "pending", "unknown"}
 _REFUSALS = {"requires_user_confirmation", "idempotency_conflict"}
-
-
-async def _challenge(probe: Probe, payload: dict[str, Any]) -> tuple[Exchange, str | None]:
-    exchange = await probe.wire.call(CREATE, payload)
-    token = approval_token(exchange.message) if exchange.code == "requires_user_confirmation" else None
-    return exchange, token
-
-
-async def _book(probe: Probe, payload: dict[str, Any]) -> Exchange:
-    """Challenge then approved retry; the approved exchange, or CheckFailed if no token came back."""
-    first, token = await _challenge(probe, payload)
-    expect(token is not None, f"expected an approval challenge, got {first.describe()}")
-    assert token is not None
-    return await probe.wire.call(CREATE, approved(payload, token))
-
-
-def _receipt_problems(exchange: Exchange) -> list[str]:
-    receipt = exchange.value
-    if not isinstance(receipt, dict):
-        return [f"no receipt: {exchange.describe()}"]
-    return [
-        f"receipt {key} missing"
-        for key in ("id", "booking_id", "text")
-        if not isinstance(receipt.get(key), str)
-    ]
-
-
-def _time_named(text: str, probe: Probe) -> bool:
-    return any(form in text for form in clock_forms(probe.fixtures.slot.start.time()))
-
-
-def _price_forms(price: dict[str, Any]) -> list[str]:
-    forms = [price["display"]] if isinstance(price.get("display"), str) else []
-    amount, currency = price.get("amount_minor"), price.get("currency")
-    if type(amount) is int and isinstance(currency, str):
-        try:
-            exponent = Currency(currency).exponent or 0
-        except ValueError:
-            exponent = 2
-        major = Decimal(amount).scaleb(-exponent)
-        forms += [f"{major:.{exponent}f}", f"{major:,.{exponent}f}"]
-    return forms
-
-
-def _grade_summary(probe: Probe, challenge: Exchange) -> None:
-    with probe.grader.check("approval.summary"):
-        message = challenge.message
-        expect(bool(message), f"no challenge message: {challenge.describe()}")
-        service = probe.services.get(probe.fixtures.services.fixed_usd.id)
-        expect(service is not None, "service.describe failed, so the service name is unknown")
-        assert service is not None
-        name = service.get("name")
-        expect(
-            isinstance(name, str) and name.casefold() in message.casefold(),
-            f"the summary does not name the service {name!r}",
-        )
-        expect(
-            _time_named(message, probe),
-            f"the summary does not state the merchant-local time {probe.fixtures.slot.time}",
-        )
-        forms = _price_forms(service.get("price") or {})
-        expect(
-            any(form in message for form in forms),
-            f"the summary does not state the price (looked for {forms})",
-        )
+#: How many replays the offline check may observe before it concludes the platform is contacted each time.
+_REPLAY_WINDOWS = 5
 
 
 async def _happy_path(probe: Probe) -> None:
@@ -105,11 +42,16 @@ async def _happy_path(probe: Probe) -> None:
             challenge.problem.get("retryable") is True, "the final-confirmation challenge must be retryable"
         )
         expect(token is not None, 'the message carries no approval.token="…" instruction')
-    _grade_summary(probe, challenge)
+    if token is None:
+        for check_id in SUMMARY_CHECKS:
+            grader.blocked(check_id, "approval.challenge")
+    else:
+        await grade_summaries(probe, challenge)
     later = (
         "happy.receipt",
         "happy.status",
         "idempotency.replay",
+        "idempotency.replay_offline",
         "idempotency.conflict",
         "approval.token_spent",
     )
@@ -147,6 +89,7 @@ async def _happy_path(probe: Probe) -> None:
                 == {k: receipt[k] for k in ("id", "booking_id")},
                 f"replay {label} returned another receipt: {again.value!r}",
             )
+    await _replay_offline(probe, payload)
     with grader.check("idempotency.conflict"):
         changed = _changed(payload)
         conflict = await probe.wire.call(CREATE, changed)
@@ -163,6 +106,10 @@ async def _happy_path(probe: Probe) -> None:
             reuse.code == "requires_user_confirmation",
             f"expected requires_user_confirmation, got {reuse.describe()}",
         )
+
+
+def _time_named(text: str, probe: Probe) -> bool:
+    return any(form in text for form in clock_forms(probe.fixtures.slot.start.time()))
 
 
 def _changed(payload: dict[str, Any]) -> dict[str, Any]:
@@ -273,12 +220,103 @@ async def _verification(probe: Probe) -> None:
         )
         expect(value.get("purpose") == purpose, f"purpose {value.get('purpose')!r}, expected {purpose!r}")
     if token is None or grader.verdict("verification.required_after_approval") is not Verdict.PASS:
+        grader.blocked("verification.wrong_code_refused", "verification.required_after_approval")
         grader.blocked("verification.code_books", "verification.required_after_approval")
         return
+    with grader.check("verification.wrong_code_refused"):
+        wrong = wrong_code(service.code)
+        refused = await probe.wire.call(CREATE, approved(payload, token, verification_code=wrong))
+        expect(
+            refused.code == "verification_failed",
+            f"a wrong verification code {wrong!r} was not refused with verification_failed"
+            + (" (it booked)" if refused.ok is True else ""),
+            expected="verification_failed",
+            observed=refused.describe(),
+        )
     with grader.check("verification.code_books"):
+        # After verification_failed the spec's next step is a fresh send; it also spares the code the wrong
+        # attempts of other clients sharing the platform and the contact.
+        await probe.wire.call("osbp_verification_send", {"customer": contact, "purpose": purpose})
         booked = await probe.wire.call(CREATE, approved(payload, token, verification_code=service.code))
         problems = _receipt_problems(booked)
         expect(not problems, "; ".join(problems))
+
+
+def wrong_code(code: str) -> str:
+    """A code of the same shape that differs from `code` in every character."""
+    return "".join(
+        str((int(char) + 1) % 10) if char.isdigit() else ("b" if char.lower() == "a" else "a")
+        for char in code
+    )
+
+
+async def _replay_offline(probe: Probe, payload: dict[str, Any]) -> None:
+    """A replay must not reach the platform: its create-request count must not move across the replay.
+
+    The platform may serve other clients at the same time, so one window where the count stays put is
+    enough: a server that calls the platform on every replay raises it in every window.
+    """
+    if probe.stats_url is None:
+        probe.grader.skipped(
+            "idempotency.replay_offline", "no --stats-url: the battery cannot observe the platform"
+        )
+        return
+    with probe.grader.check("idempotency.replay_offline"):
+        rises = []
+        for _ in range(_REPLAY_WINDOWS):
+            before = await create_requests(probe.stats_url, call_timeout=probe.call_timeout)
+            expect(isinstance(before, int), str(before))
+            again = await probe.wire.call(CREATE, payload)
+            after = await create_requests(probe.stats_url, call_timeout=probe.call_timeout)
+            expect(isinstance(after, int), str(after))
+            expect(again.ok is True, f"replay: {again.describe()}")
+            assert isinstance(before, int)
+            assert isinstance(after, int)
+            if after == before:
+                return
+            rises.append(after - before)
+        raise CheckFailed(
+            f"the platform received create requests during each of {_REPLAY_WINDOWS} replays",
+            expected="0 create requests during a replay",
+            observed=f"{rises} create requests during {_REPLAY_WINDOWS} replays",
+        )
+
+
+async def _native_statuses(probe: Probe) -> None:
+    """Give one booking each native status the fixtures name and read booking.status back."""
+    mapping, check_id = probe.fixtures.native_statuses, "status.native_mapping"
+    if not mapping:
+        probe.grader.skipped(check_id, "the fixtures name no native_statuses")
+        return
+    if probe.status_url is None:
+        probe.grader.skipped(check_id, "no --status-url: the battery cannot set a native status")
+        return
+    with probe.grader.check(check_id):
+        booked = await _book(probe, probe.payloads.create(probe.fixtures.services.fixed_usd.id))
+        problems = _receipt_problems(booked)
+        expect(not problems, "; ".join(problems))
+        booking_id = booked.value["booking_id"]
+        wrong = []
+        for native, expected in mapping.items():
+            failed = await set_native_status(
+                probe.status_url,
+                probe.fixtures.organization_id,
+                booking_id,
+                native,
+                call_timeout=probe.call_timeout,
+            )
+            if failed is not None:
+                raise CheckFailed(failed)
+            answer = await probe.wire.call("osbp_booking_status", {"booking_id": booking_id})
+            got = answer.value.get("status") if isinstance(answer.value, dict) else answer.describe()
+            if got != expected:
+                wrong.append(f"native {native!r}: status {got!r}, expected {expected!r}")
+        expect(
+            not wrong,
+            summarize(wrong),
+            expected=", ".join(f"{native} -> {status}" for native, status in mapping.items()),
+            observed="; ".join(wrong),
+        )
 
 
 async def _runtime(probe: Probe) -> None:
@@ -298,7 +336,7 @@ async def _runtime(probe: Probe) -> None:
             )
             if problem is not None:
                 raise CheckFailed(problem)
-            answer = await probe.wire.call(CREATE, approved(payload, token))
+            answer = await probe.wire.call(CREATE, approved(payload, token), patient=False)
             expect(answer.code == outcome, f"expected {outcome}, got {answer.describe()}")
             expect(answer.problem.get("retryable") is True, f"{outcome} must be retryable")
 
@@ -330,4 +368,5 @@ async def grade_bookings(probe: Probe) -> None:
     await _boundaries(probe)
     await _verification(probe)
     await _runtime(probe)
+    await _native_statuses(probe)
     await _other_reads(probe)

@@ -26,6 +26,7 @@ def _c(check_id: str, requirement: str, section: str) -> Check:
 
 
 _MANDATE = "Mandate Enforcement"
+_SUMMARY = "booking.create"
 
 #: Every check in the order the battery reports them.
 CATALOG: tuple[Check, ...] = (
@@ -156,6 +157,12 @@ CATALOG: tuple[Check, ...] = (
         "each instant is the merchant wall-clock converted through schedule_timezone",
         "Time Discipline",
     ),
+    _c(
+        "time.dst_rules",
+        "slot instants follow the zone's real rules on dates both sides of each DST transition of the slot's"
+        " year",
+        "Time Discipline",
+    ),
     # The happy path and the final-confirmation gate.
     _c(
         "approval.challenge",
@@ -164,8 +171,44 @@ CATALOG: tuple[Check, ...] = (
     ),
     _c(
         "approval.summary",
-        "the approval summary names the service, the merchant-local time and the price",
+        "the approval summary names the service, the merchant-local time and the price with its currency",
         "booking.create",
+    ),
+    # The approval summary, element by element, against the facts the server itself reported.
+    _c(
+        "summary.date",
+        "the approval summary states the slot's merchant-local date",
+        _SUMMARY,
+    ),
+    _c(
+        "summary.timezone",
+        "the approval summary names the schedule's IANA timezone beside the merchant-local time",
+        _SUMMARY,
+    ),
+    _c(
+        "summary.provider",
+        "the approval summary names the provider as availability.find reported it",
+        _SUMMARY,
+    ),
+    _c(
+        "summary.location",
+        "the approval summary names the location (schedule) as availability.find reported it",
+        _SUMMARY,
+    ),
+    _c(
+        "summary.fees",
+        "the approval summary states every cancellation and no-show fee policy.explain surfaces",
+        "policy.explain",
+    ),
+    _c(
+        "summary.payment",
+        "the approval summary states the payment requirement: none, the deposit amount, or full prepayment",
+        _SUMMARY,
+    ),
+    _c(
+        "summary.customer_name",
+        "the approval summary shows the merchant-visible customer name",
+        _SUMMARY,
     ),
     _c(
         "happy.receipt",
@@ -181,6 +224,11 @@ CATALOG: tuple[Check, ...] = (
         "idempotency.replay",
         "the same key and payload replay the same receipt, with or without the spent approval",
         _MANDATE,
+    ),
+    _c(
+        "idempotency.replay_offline",
+        "a replayed booking.create does not reach the platform (no appointment-create request is received)",
+        "booking.create",
     ),
     _c(
         "idempotency.conflict",
@@ -274,6 +322,12 @@ CATALOG: tuple[Check, ...] = (
         "a consultation service fails with requires_consultation_handoff",
         _MANDATE,
     ),
+    _c(
+        "mandate.order",
+        "when a payload breaks two mandate rules, the rule earlier in the spec's order decides the code"
+        " (every adjacent pair)",
+        _MANDATE,
+    ),
     # Boundaries are inclusive.
     _c(
         "boundary.price_equal_cap_books",
@@ -307,6 +361,11 @@ CATALOG: tuple[Check, ...] = (
         "verification.send",
     ),
     _c(
+        "verification.wrong_code_refused",
+        "a retry with a wrong verification code does not book and fails with verification_failed",
+        "booking.create",
+    ),
+    _c(
         "verification.code_books",
         "the retry with the customer's code (same key and approval) books",
         "booking.create",
@@ -317,6 +376,11 @@ CATALOG: tuple[Check, ...] = (
     ),
     _c("runtime.rate_limited", "a platform HTTP 429 fails with retryable rate_limited", "Result Envelope"),
     # The remaining read tools.
+    _c(
+        "status.native_mapping",
+        "booking.status maps every native status the fixtures name to its protocol status",
+        "booking.status",
+    ),
     _c(
         "status.booking_not_found",
         "booking.status of an unknown booking fails with booking_not_found",

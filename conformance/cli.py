@@ -1,7 +1,8 @@
 """`osbp conformance`: grade an OSBP stdio MCP server over the wire.
 
     osbp conformance --server "<command line>" --fixtures <file.json> [--scenario-url <url>]
-                     [--env KEY=VALUE ...] [--cwd DIR] [--timeout S] [--server-log FILE] [--json]
+                     [--stats-url <url>] [--status-url <url>] [--env KEY=VALUE ...] [--cwd DIR]
+                     [--timeout S] [--server-log FILE] [--json]
     osbp conformance --self [--json] [--timeout S]
     osbp conformance --list-checks [--markdown]
 
@@ -47,6 +48,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--scenario-url", metavar="URL", help="where to POST platform outcomes to arm")
     parser.add_argument(
+        "--stats-url", metavar="URL", help="where to GET the platform's create-request count (JSON)"
+    )
+    parser.add_argument(
+        "--status-url", metavar="URL", help="where to POST a native status for a booking the battery made"
+    )
+    parser.add_argument(
         "--env",
         metavar="KEY=VALUE",
         action="append",
@@ -84,7 +91,13 @@ def _list_checks(markdown: bool) -> int:
 
 
 def _grade(
-    target: ServerTarget, fixtures_path: str, scenario_url: str | None, args: argparse.Namespace
+    target: ServerTarget,
+    fixtures_path: str,
+    args: argparse.Namespace,
+    *,
+    scenario_url: str | None,
+    stats_url: str | None,
+    status_url: str | None,
 ) -> Report | str:
     try:
         fixtures = load_fixtures(fixtures_path)
@@ -97,7 +110,13 @@ def _grade(
 
         async def grade() -> Report:
             return await run_battery(
-                target, fixtures, scenario_url=scenario_url, call_timeout=args.timeout, errlog=errlog
+                target,
+                fixtures,
+                scenario_url=scenario_url,
+                stats_url=stats_url,
+                status_url=status_url,
+                call_timeout=args.timeout,
+                errlog=errlog,
             )
 
         return anyio.run(grade)
@@ -113,7 +132,14 @@ def main(argv: Sequence[str]) -> int:
         parser.error("--timeout must be positive")
     if args.self_:
         with self_target() as own:
-            outcome = _grade(own.target, str(own.fixtures_path), own.scenario_url, args)
+            outcome = _grade(
+                own.target,
+                str(own.fixtures_path),
+                args,
+                scenario_url=own.scenario_url,
+                stats_url=own.stats_url,
+                status_url=own.status_url,
+            )
     else:
         if not args.fixtures:
             parser.error("--server needs --fixtures")
@@ -121,7 +147,14 @@ def main(argv: Sequence[str]) -> int:
         if not command:
             parser.error("--server is empty")
         target = ServerTarget(command=command, env=server_env(_env_pairs(parser, args.env)), cwd=args.cwd)
-        outcome = _grade(target, args.fixtures, args.scenario_url, args)
+        outcome = _grade(
+            target,
+            args.fixtures,
+            args,
+            scenario_url=args.scenario_url,
+            stats_url=args.stats_url,
+            status_url=args.status_url,
+        )
     if isinstance(outcome, str):
         print(f"osbp conformance: {outcome}", file=sys.stderr)
         return 2

@@ -8,6 +8,10 @@ The slot (`slot.date`, `slot.time`, `slot.duration_minutes`) is the merchant-loc
 `fixed_usd` service at `schedule` with the in-scope provider; every service in the file must be bookable at
 that date and time, and the platform must accept repeated bookings of it (the battery books it several
 times, each under a fresh idempotency key).
+
+`native_statuses` (optional) maps each native appointment status the platform can give a booking to the
+protocol status booking.status must answer; the battery sets each one through the platform's status hook
+(`--status-url`) on a booking of its own and reads it back.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ __all__ = [
 REFERENCE_FIXTURES = "osbp-reference.json"
 
 Id = Annotated[str, StringConstraints(min_length=1)]
+ProtocolStatus = Literal["booked", "cancelled", "completed", "no_show", "pending", "unknown"]
 CurrencyCode = Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
 
 
@@ -175,6 +180,8 @@ class Fixtures(_Strict):
     #: A cap in the mandate currency that covers every fixed price of the services booked in that currency.
     max_price: Money
     services: Services
+    #: Native appointment status -> the protocol status booking.status must report for it.
+    native_statuses: dict[Id, ProtocolStatus] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod

@@ -34,20 +34,25 @@ class CheckResult:
     check: Check
     verdict: Verdict
     detail: str = ""
+    #: For a FAIL where the check knows them: what the requirement wanted and what the server did.
+    expected: str = ""
+    observed: str = ""
 
 
 class CheckFailed(Exception):
-    """An expectation inside a check body was not met."""
+    """An expectation inside a check body was not met (`expected`/`observed` when they are known)."""
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, *, expected: str = "", observed: str = "") -> None:
         super().__init__(detail)
         self.detail = detail
+        self.expected = expected
+        self.observed = observed
 
 
-def expect(condition: bool, detail: str) -> None:
-    """Fail the enclosing check with `detail` unless `condition` holds."""
+def expect(condition: bool, detail: str, *, expected: str = "", observed: str = "") -> None:
+    """Fail the enclosing check with `detail` (and the values it compared) unless `condition` holds."""
     if not condition:
-        raise CheckFailed(detail)
+        raise CheckFailed(detail, expected=expected, observed=observed)
 
 
 def summarize(problems: list[str], shown: int = 3) -> str:
@@ -62,21 +67,23 @@ class Grader:
 
     _results: dict[str, CheckResult] = field(default_factory=dict)
 
-    def record(self, check_id: str, verdict: Verdict, detail: str = "") -> None:
+    def record(
+        self, check_id: str, verdict: Verdict, detail: str = "", *, expected: str = "", observed: str = ""
+    ) -> None:
         """Record a verdict for `check_id` (an unknown id is a battery bug)."""
         check = CHECKS_BY_ID[check_id]
         current = self._results.get(check_id)
         if current is not None and current.verdict is Verdict.FAIL:
             return
-        self._results[check_id] = CheckResult(check, verdict, detail)
+        self._results[check_id] = CheckResult(check, verdict, detail, expected, observed)
 
     def passed(self, check_id: str, detail: str = "") -> None:
         """Record a PASS."""
         self.record(check_id, Verdict.PASS, detail)
 
-    def failed(self, check_id: str, detail: str) -> None:
+    def failed(self, check_id: str, detail: str, *, expected: str = "", observed: str = "") -> None:
         """Record a FAIL."""
-        self.record(check_id, Verdict.FAIL, detail)
+        self.record(check_id, Verdict.FAIL, detail, expected=expected, observed=observed)
 
     def skipped(self, check_id: str, reason: str) -> None:
         """Record a SKIP."""
@@ -97,7 +104,7 @@ class Grader:
         try:
             yield
         except CheckFailed as failure:
-            self.failed(check_id, failure.detail)
+            self.failed(check_id, failure.detail, expected=failure.expected, observed=failure.observed)
         except Exception as exc:  # an unreadable answer fails the check, never the run
             self.failed(check_id, f"could not grade the answer: {type(exc).__name__}: {exc}")
         else:

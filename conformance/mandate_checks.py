@@ -11,12 +11,12 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from osbp.conformance.grading import expect
+from osbp.conformance.grading import expect, summarize
 from osbp.conformance.payloads import CREATE, approval_token
 from osbp.conformance.probe import Probe
 from osbp.conformance.wallclock import format_wall_clock
 
-__all__ = ["Case", "grade_mandates", "mandate_cases"]
+__all__ = ["Case", "Pair", "grade_mandates", "mandate_cases", "order_pairs"]
 
 #: The code of the fail-closed (terminal) form of requires_user_confirmation.
 _FAIL_CLOSED = "requires_user_confirmation"
@@ -29,6 +29,16 @@ class Case:
     check_id: str
     code: str
     payloads: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """A payload breaking two rules at once: the earlier rule's code must win."""
+
+    earlier: str
+    later: str
+    code: str
+    payload: dict[str, Any]
 
 
 def mandate_cases(probe: Probe) -> list[Case]:
@@ -107,6 +117,147 @@ def mandate_cases(probe: Probe) -> list[Case]:
     ]
 
 
+def order_pairs(probe: Probe) -> list[Pair]:
+    """Each adjacent pair of the spec's Mandate Enforcement order the fixtures can break at once.
+
+    The order: well-formed, not expired, action, organization, service, schedule, provider, wall-clock
+    shape, window start, window end, price currency, price amount, consultation, payment. The fixtures hold
+    no consultation service with a payment requirement, so the last pair is price before payment.
+    """
+    fixtures, build = probe.fixtures, probe.payloads
+    services = fixtures.services
+    usd = services.fixed_usd
+    start = fixtures.slot.start
+    minute = dt.timedelta(minutes=1)
+    elsewhere = f"{fixtures.schedule.id}_elsewhere"
+
+    def below(service_id: str) -> dict[str, Any]:
+        # One minor unit under the price the server itself described (the fixed USD price otherwise).
+        price = (probe.services.get(service_id) or {}).get("price") or {}
+        amount = price.get("amount_minor")
+        amount = amount if type(amount) is int and amount > 0 else usd.price.amount_minor
+        return {"amount_minor": amount - 1, "currency": fixtures.max_price.currency}
+
+    def usd_with(**changes: Any) -> dict[str, Any]:
+        return build.with_mandate(usd.id, **changes)
+
+    return [
+        Pair(
+            "expires_at shape",
+            "expiry",
+            "invalid_mandate",
+            usd_with(expires_at=build.expires_at(days=-1).rstrip("Z")),
+        ),
+        Pair(
+            "expiry",
+            "action",
+            "mandate_expired",
+            usd_with(expires_at=build.expires_at(days=-1), allowed_actions=["booking.status"]),
+        ),
+        Pair(
+            "action",
+            "organization",
+            "action_not_allowed",
+            usd_with(
+                allowed_actions=["booking.status"], organization_id=f"{fixtures.organization_id}_elsewhere"
+            ),
+        ),
+        Pair(
+            "organization",
+            "service",
+            "organization_not_allowed",
+            usd_with(
+                organization_id=f"{fixtures.organization_id}_elsewhere", service_ids=[services.fixed_eur.id]
+            ),
+        ),
+        Pair(
+            "service",
+            "schedule",
+            "service_not_allowed",
+            usd_with(service_ids=[services.fixed_eur.id], schedule_ids=[elsewhere]),
+        ),
+        Pair(
+            "schedule",
+            "provider",
+            "schedule_not_allowed",
+            build.create(
+                usd.id,
+                mandate=build.mandate(usd.id, schedule_ids=[elsewhere]),
+                provider_id=fixtures.providers.other,
+            ),
+        ),
+        Pair(
+            "provider",
+            "wall-clock shape",
+            "provider_not_allowed",
+            build.create(
+                usd.id,
+                mandate=build.mandate(usd.id, earliest_start=build.day_start + "Z"),
+                provider_id=fixtures.providers.other,
+            ),
+        ),
+        Pair(
+            "wall-clock shape",
+            "window start",
+            "invalid_mandate",
+            usd_with(earliest_start=format_wall_clock(start + minute), latest_end=build.day_end + "Z"),
+        ),
+        Pair(
+            "window start",
+            "window end",
+            "slot_too_early",
+            usd_with(earliest_start=format_wall_clock(start + minute), latest_end=format_wall_clock(start)),
+        ),
+        Pair(
+            "window end",
+            "price currency",
+            "slot_too_late",
+            build.with_mandate(services.fixed_eur.id, latest_end=format_wall_clock(start)),
+        ),
+        Pair(
+            "price currency",
+            "price amount",
+            "currency_mismatch",
+            build.with_mandate(services.fixed_eur.id, max_price={"amount_minor": 1, "currency": "USD"}),
+        ),
+        Pair(
+            "price currency",
+            "consultation",
+            "currency_mismatch",
+            build.with_mandate(
+                services.consultation.id,
+                max_price={"amount_minor": fixtures.max_price.amount_minor, "currency": "EUR"},
+            ),
+        ),
+        Pair(
+            "price amount",
+            "payment (deposit)",
+            "price_exceeds_mandate",
+            build.with_mandate(services.deposit.id, max_price=below(services.deposit.id)),
+        ),
+        Pair(
+            "price amount",
+            "payment (unknown)",
+            "price_exceeds_mandate",
+            build.with_mandate(services.unknown_payment.id, max_price=below(services.unknown_payment.id)),
+        ),
+    ]
+
+
+async def _grade_order(probe: Probe) -> None:
+    with probe.grader.check("mandate.order"):
+        problems, first = list[str](), ("", "")
+        for pair in order_pairs(probe):
+            exchange = await probe.wire.call(CREATE, pair.payload)
+            if exchange.code != pair.code:
+                if not problems:
+                    first = (f"{pair.code} ({pair.earlier} before {pair.later})", exchange.describe())
+                problems.append(
+                    f"{pair.earlier} before {pair.later}: expected {pair.code}, got {exchange.describe()}"
+                )
+        expect(not problems, summarize(problems), expected=first[0], observed=first[1])
+
+
 async def grade_mandates(probe: Probe) -> None:
     """Run the matrix, one first call per payload."""
     for case in mandate_cases(probe):
@@ -116,6 +267,8 @@ async def grade_mandates(probe: Probe) -> None:
                 expect(
                     exchange.code == case.code,
                     f"expected {case.code} on the first call, got {exchange.describe()}",
+                    expected=case.code,
+                    observed=exchange.describe(),
                 )
                 if case.code == _FAIL_CLOSED:
                     expect(
@@ -126,3 +279,4 @@ async def grade_mandates(probe: Probe) -> None:
                         approval_token(exchange.message) is None,
                         "the fail-closed requires_user_confirmation must carry no approval token",
                     )
+    await _grade_order(probe)

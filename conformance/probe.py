@@ -25,3 +25,11 @@ class Probe:
     call_timeout: float
     #: service.describe values by service id, for checks that need a service's name or display price.
     services: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: policy.explain values by service id, for the approval-summary checks.
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The fixture slot as availability.find reported it (in-scope provider, fixture start), if it did.
+    slot: dict[str, Any] | None = None
+    #: The platform's create-request counter (`--stats-url`), when given.
+    stats_url: str | None = None
+    #: The platform's native-status hook (`--status-url`), when given.
+    status_url: str | None = None

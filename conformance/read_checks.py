@@ -241,6 +241,7 @@ def _grade_slots(probe: Probe, found: dict[str, Exchange]) -> None:
             f"no slot from {start.isoformat()} to {end.isoformat()} with the in-scope provider "
             f"among {len(usd.value)} slots",
         )
+        probe.slot = matching[0]
     with probe.grader.check("shapes.slot_context"):
         problems: list[str] = []
         count = 0
@@ -275,6 +276,7 @@ async def _grade_policies(probe: Probe) -> list[Exchange]:
             if not isinstance(policy, dict):
                 problems.append(f"policy.explain {service_id}: {exchange.describe()}")
                 continue
+            probe.policies[service_id] = policy
             where = f"policy.explain {service_id}"
             if policy.get("service_id") != service_id:
                 problems.append(f"{where}: service_id {policy.get('service_id')!r}")

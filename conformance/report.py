@@ -1,18 +1,51 @@
 """Rendering: the human report, the JSON report, and the check table for the documentation.
 
-Human output is one line per check, `PASS|FAIL|SKIP <id>  <requirement>  [<section>]`, followed for a
-FAIL or SKIP by an indented line with the detail, and a final line `PASS n/N checks passed (f failed, s
-skipped)`. The final line starts with `FAIL` instead when any check failed, so its first word is the
-verdict of the whole run (skips alone do not fail a run).
+The human report groups the checks under the spec section they come from, in the specification's own
+order (a section's "(beyond the spec)" checks sit under that section, tagged). Each check is one line,
+`  PASS|FAIL|SKIP <id>  <requirement>[  (beyond the spec)]`; under a FAIL come indented `expected:` and
+`observed:` lines when the check knows those values, then the detail; under a SKIP the reason. The last
+line is `PASS n/N checks passed (f failed, s skipped)`; it starts with `FAIL` instead when any check
+failed, so its first word is the verdict of the whole run (skips alone do not fail a run).
 """
 
 from __future__ import annotations
 
-from osbp.conformance.battery import Report
+from osbp.conformance.battery import CheckReport, Report
 from osbp.conformance.checks import CATALOG
 from osbp.conformance.grading import Verdict
 
-__all__ = ["check_table_markdown", "render_human", "render_json", "summary_line"]
+__all__ = ["SPEC_ORDER", "check_table_markdown", "render_human", "render_json", "section_of", "summary_line"]
+
+#: The specification's headings in document order; the report lists its groups in this order.
+SPEC_ORDER = (
+    "Core Objects",
+    "BookingMandate",
+    "Money",
+    "Time Discipline",
+    "Transport",
+    "Naming",
+    "Result Envelope",
+    "Tool Set",
+    "service.describe",
+    "availability.find",
+    "policy.explain",
+    "verification.send",
+    "verification.verify",
+    "booking.create",
+    "booking.status",
+    "handoff.request",
+    "Mandate Enforcement",
+    "Audit",
+)
+_BEYOND = " (beyond the spec)"
+_INDENT = "       "
+
+
+def section_of(section: str) -> tuple[str, bool]:
+    """The spec heading a check's section names, and whether the check goes beyond the spec."""
+    if section.endswith(_BEYOND):
+        return section[: -len(_BEYOND)], True
+    return section, False
 
 
 def summary_line(report: Report) -> str:
@@ -23,14 +56,36 @@ def summary_line(report: Report) -> str:
     return f"{verdict} {counts.passed}/{counts.total} checks passed {tally}"
 
 
+def _groups(checks: list[CheckReport]) -> list[tuple[str, list[CheckReport]]]:
+    grouped: dict[str, list[CheckReport]] = {}
+    for check in checks:
+        grouped.setdefault(section_of(check.section)[0], []).append(check)
+    rank = {heading: index for index, heading in enumerate(SPEC_ORDER)}
+    return sorted(grouped.items(), key=lambda item: rank.get(item[0], len(rank)))
+
+
+def _check_lines(check: CheckReport, width: int) -> list[str]:
+    beyond = section_of(check.section)[1]
+    lines = [f"  {check.status} {check.id.ljust(width)}  {check.requirement}{'  (beyond the spec)' * beyond}"]
+    if check.status is Verdict.PASS:
+        return lines
+    if check.expected:
+        lines.append(f"{_INDENT}expected: {check.expected}")
+    if check.observed:
+        lines.append(f"{_INDENT}observed: {check.observed}")
+    if check.detail:
+        lines.append(f"{_INDENT}{check.detail}")
+    return lines
+
+
 def render_human(report: Report) -> str:
     """The terminal report."""
     width = max(len(check.id) for check in report.checks)
     lines = []
-    for check in report.checks:
-        lines.append(f"{check.status} {check.id.ljust(width)}  {check.requirement}  [{check.section}]")
-        if check.detail and check.status is not Verdict.PASS:
-            lines.append(f"     {check.detail}")
+    for heading, checks in _groups(report.checks):
+        lines.append(heading)
+        for check in checks:
+            lines += _check_lines(check, width)
     lines.append(summary_line(report))
     return "\n".join(lines)
 

@@ -1,31 +1,101 @@
-"""Arming platform outcomes through the scenario URL.
+"""The platform hooks: arm outcomes, observe create requests, set native statuses (all optional).
 
-The contract: `POST <scenario-url>` with JSON `{"organization_id": "<fixture org>", "outcome":
-"slot_taken" | "rate_limited"}`; any 2xx answer means the outcome is armed and the platform's next
-appointment create for that organization consumes it. The battery arms right before the approved retry,
-the first call that reaches the platform's create.
+A black-box battery over MCP cannot see the platform behind the server, so a fixture may come with up to
+three test-only HTTP hooks on the platform (documented in docs/conformance.md):
+
+- the scenario URL: `POST <scenario-url>` with JSON `{"organization_id": "<fixture org>", "outcome":
+  "slot_taken" | "rate_limited"}`; any 2xx answer means the outcome is armed and the platform's next
+  appointment create for that organization consumes it. The battery arms right before the approved retry,
+  the first call that reaches the platform's create.
+- the stats URL: `GET <stats-url>` answers a JSON object whose integer `create_requests` counts the
+  appointment-create requests the platform has received for the fixture organization.
+- the status URL: `POST <status-url>` with JSON `{"organization_id", "booking_id", "status": "<native>"}`;
+  any 2xx answer means the booking now has that native status on the platform.
+
+Each function answers the value or None on success, else a one-line reason (never raises).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import itertools
+from typing import Any, Literal
 
+import anyio
 import httpx2
 
-__all__ = ["Outcome", "arm"]
+from osbp.conformance.wire import RATE_LIMIT_PATIENCE, retry_delay
+
+__all__ = ["Outcome", "arm", "create_requests", "set_native_status"]
 
 Outcome = Literal["slot_taken", "rate_limited"]
 
 
-async def arm(url: str, organization_id: str, outcome: Outcome, *, call_timeout: float) -> str | None:
-    """Arm `outcome`; None when armed, else why not."""
-    # trust_env=False: the scenario surface is a test-only endpoint, normally on loopback, and a proxy
-    # picked up from the environment must not intercept it.
+async def _request(
+    method: str, url: str, name: str, *, call_timeout: float, body: Any = None
+) -> httpx2.Response | str:
+    # trust_env=False: the hooks are test-only endpoints, normally on loopback, and a proxy picked up from
+    # the environment must not intercept them.
+    waited = 0.0
     try:
         async with httpx2.AsyncClient(timeout=call_timeout, trust_env=False) as client:
-            response = await client.post(url, json={"organization_id": organization_id, "outcome": outcome})
+            for attempt in itertools.count():
+                response = await client.request(method, url, json=body)
+                # The hooks share the platform's rate limit: an HTTP 429 is waited out per Retry-After.
+                if response.status_code != 429:
+                    return response
+                delay = _retry_after(response.headers.get("retry-after"), attempt)
+                if waited + delay > RATE_LIMIT_PATIENCE:
+                    return response
+                await anyio.sleep(delay)
+                waited += delay
     except httpx2.HTTPError as exc:
-        return f"could not reach the scenario URL: {type(exc).__name__}: {exc}"
+        return f"could not reach the {name}: {type(exc).__name__}: {exc}"
+    raise AssertionError("unreachable")  # pragma: no cover - itertools.count() never ends
+
+
+def _retry_after(header: str | None, attempt: int) -> float:
+    """Retry-After in delay-seconds (RFC 9110), else the wire's backoff for `attempt`."""
+    try:
+        return max(float(header), 0.1) if header is not None else retry_delay("", attempt)
+    except ValueError:
+        return retry_delay("", attempt)
+
+
+async def _post(url: str, name: str, body: dict[str, str], *, doing: str, call_timeout: float) -> str | None:
+    """POST `body` to a hook; None on any 2xx, else why not."""
+    response = await _request("POST", url, name, call_timeout=call_timeout, body=body)
+    if isinstance(response, str):
+        return response
     if not 200 <= response.status_code < 300:
-        return f"the scenario URL answered HTTP {response.status_code} when arming {outcome}"
+        return f"the {name} answered HTTP {response.status_code} when {doing}"
     return None
+
+
+async def arm(url: str, organization_id: str, outcome: Outcome, *, call_timeout: float) -> str | None:
+    """Arm `outcome`; None when armed, else why not."""
+    body = {"organization_id": organization_id, "outcome": outcome}
+    return await _post(url, "scenario URL", body, doing=f"arming {outcome}", call_timeout=call_timeout)
+
+
+async def create_requests(url: str, *, call_timeout: float) -> int | str:
+    """The platform's create-request count for the fixture organization, else why it could not be read."""
+    response = await _request("GET", url, "stats URL", call_timeout=call_timeout)
+    if isinstance(response, str):
+        return response
+    if response.status_code != 200:
+        return f"the stats URL answered HTTP {response.status_code}"
+    try:
+        count = response.json().get("create_requests")
+    except (ValueError, AttributeError):
+        count = None
+    if type(count) is not int:
+        return "the stats URL did not answer a JSON object with an integer create_requests"
+    return count
+
+
+async def set_native_status(
+    url: str, organization_id: str, booking_id: str, status: str, *, call_timeout: float
+) -> str | None:
+    """Give the booking the native `status`; None when set, else why not."""
+    body = {"organization_id": organization_id, "booking_id": booking_id, "status": status}
+    return await _post(url, "status URL", body, doing=f"setting {status!r}", call_timeout=call_timeout)

@@ -2,8 +2,8 @@
 
 `self_target()` starts the platform on a loopback port with its test-only surface (through
 `osbp.backend.serving.PlatformServer`, a context manager with `.base_url`) and yields how to start this
-project's MCP server against it, the shipped fixture file, and the platform's arm endpoint as the scenario
-URL.
+project's MCP server against it, the shipped fixture file, and the platform's hooks: the arm endpoint as the
+scenario URL, the organization's stats as the stats URL, and the native-status endpoint as the status URL.
 
 The conformance battery never imports the server: it launches it as a subprocess like any other.
 """
@@ -24,8 +24,10 @@ from osbp.conformance.wire import ServerTarget, server_env
 
 __all__ = ["SelfTarget", "self_target"]
 
-#: The platform's test-only arm endpoint, relative to its base URL (docs/backend-api.md).
+#: The platform's test-only hooks, relative to its base URL (docs/backend-api.md).
 ARM_PATH = "/_testing/arm"
+STATS_PATH = "/_testing/stats"
+STATUS_PATH = "/_testing/appointment-status"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +37,19 @@ class SelfTarget:
     target: ServerTarget
     fixtures_path: Path
     scenario_url: str
+    stats_url: str
+    status_url: str
 
 
 @contextmanager
-def self_target() -> Iterator[SelfTarget]:
-    """Run this project's platform for the duration and describe this project's server against it."""
-    # In-memory database, ephemeral port, testing surface on (to arm outcomes).
-    platform = PlatformServer(BackendSettings(db=":memory:", port=0, enable_testing=True))
+def self_target(settings: BackendSettings | None = None) -> Iterator[SelfTarget]:
+    """Run this project's platform for the duration and describe this project's server against it.
+
+    `settings` overrides the platform's (default: an in-memory database on an ephemeral port); the testing
+    surface is always on, for the hooks.
+    """
+    base = settings or BackendSettings(db=":memory:", port=0)
+    platform = PlatformServer(base.model_copy(update={"enable_testing": True}))
     fixtures_path = reference_fixtures_path()
     organization_id = load_fixtures(fixtures_path).organization_id
     with tempfile.TemporaryDirectory(prefix="osbp-conformance-") as state, platform:
@@ -60,4 +68,6 @@ def self_target() -> Iterator[SelfTarget]:
             target=ServerTarget(command=(sys.executable, "-m", "osbp", "mcp"), env=env),
             fixtures_path=fixtures_path,
             scenario_url=base_url + ARM_PATH,
+            stats_url=f"{base_url}{STATS_PATH}?organization_id={organization_id}",
+            status_url=base_url + STATUS_PATH,
         )

@@ -12,11 +12,12 @@ out of the report (they are findings, not crashes).
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import IO, Any, TextIO, cast
@@ -26,12 +27,26 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, PaginatedRequestParams, TextContent, Tool
 
-__all__ = ["PASSTHROUGH_ENV", "Exchange", "ServerTarget", "Wire", "open_wire", "server_env"]
+__all__ = [
+    "PASSTHROUGH_ENV",
+    "RATE_LIMIT_PATIENCE",
+    "Exchange",
+    "ServerTarget",
+    "Wire",
+    "open_wire",
+    "retry_delay",
+    "server_env",
+]
 
 #: Variables passed to the server besides the SDK's own defaults (HOME, LOGNAME, PATH, SHELL, TERM, USER).
 PASSTHROUGH_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "VIRTUAL_ENV", "SYSTEMROOT")
 
 _MISSING: Any = object()
+#: See `Wire.rate_limit_patience`: a little over a typical one-minute rate-limit window.
+RATE_LIMIT_PATIENCE = 75.0
+_RETRY_AFTER = re.compile(r"retry (?:after|in) (\d+(?:\.\d+)?) ?s", re.IGNORECASE)
+#: The backoff when a rate_limited answer names no delay: 1, 2, 4, then 8 seconds per attempt.
+_BACKOFF_CAP = 8.0
 _INPUT_VALUE = re.compile(r"input_value=(.*?), input_type=")
 
 
@@ -142,6 +157,15 @@ def _read_text(exchange: Exchange) -> None:
         exchange.text_problem = f"text content is not JSON: {exc}"
 
 
+def retry_delay(message: str, attempt: int) -> float:
+    """Seconds to wait before repeating a rate-limited call: the message's "retry after N seconds", else a
+    backoff by `attempt` (0-based)."""
+    match = _RETRY_AFTER.search(message)
+    if match:
+        return max(float(match.group(1)), 0.1)
+    return min(2.0**attempt, _BACKOFF_CAP)
+
+
 @dataclass(slots=True)
 class Wire:
     """A live session with the graded server that records every tool call."""
@@ -152,9 +176,39 @@ class Wire:
     exchanges: list[Exchange] = field(default_factory=list)
     #: Non-protocol lines the server wrote to stdout.
     stray_stdout: list[str] = field(default_factory=list)
+    #: The most seconds one call waits out retryable rate_limited answers before it takes one as the answer.
+    rate_limit_patience: float = RATE_LIMIT_PATIENCE
+    #: Seconds spent waiting out rate limits over the run.
+    rate_limit_waited: float = 0.0
+    #: How the wire waits (replaceable so a test need not).
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
 
-    async def call(self, tool: str, arguments: Mapping[str, Any]) -> Exchange:
-        """Call a tool and record what came back; never raises for what the server does."""
+    async def call(self, tool: str, arguments: Mapping[str, Any], *, patient: bool = True) -> Exchange:
+        """Call a tool and record what came back; never raises for what the server does.
+
+        The battery is fair to the platform: a retryable `rate_limited` answer is waited out (the delay the
+        message gives as "retry after N seconds", else a short backoff) and the call repeated, up to
+        `rate_limit_patience` seconds, unless `patient` is False (the check that arms a 429 itself). Every
+        attempt is recorded.
+        """
+        waited = 0.0
+        for attempt in itertools.count():
+            exchange = await self._call_once(tool, arguments)
+            if (
+                not patient
+                or exchange.code != "rate_limited"
+                or exchange.problem.get("retryable") is not True
+            ):
+                return exchange
+            delay = retry_delay(exchange.message, attempt)
+            if waited + delay > self.rate_limit_patience:
+                return exchange
+            await self.sleep(delay)
+            waited += delay
+            self.rate_limit_waited += delay
+        raise AssertionError("unreachable")  # pragma: no cover - itertools.count() never ends
+
+    async def _call_once(self, tool: str, arguments: Mapping[str, Any]) -> Exchange:
         exchange = Exchange(tool, dict(arguments))
         self.exchanges.append(exchange)
         try:

@@ -69,6 +69,29 @@ def test_stats_count_rows_and_create_requests_including_replays(client):
     assert client.get("/_testing/stats").json()["create_requests"] == 3
 
 
+@pytest.mark.parametrize("status", ["pending", "confirmed", "cancelled", "completed", "no_show"])
+def test_an_appointment_can_be_given_any_native_status_and_reads_back_with_it(client, status):
+    """Contract with the conformance battery (its status hook): the stored status is the one read back."""
+    appointment = create(client, "carolyns_dental", booking()).json()
+    body = {"organization_id": "carolyns_dental", "booking_id": appointment["id"], "status": status}
+    changed = client.post("/_testing/appointment-status", json=body)
+    assert changed.status_code == 200
+    assert changed.json()["status"] == status
+    read = client.get(f"/api/organizations/carolyns_dental/appointments/{appointment['id']}")
+    assert read.json()["status"] == status
+
+
+def test_setting_the_status_of_another_organizations_appointment_is_not_found(client):
+    """Contract with the conformance battery: the hook is scoped to the organization it names."""
+    appointment = create(client, "carolyns_dental", booking()).json()
+    body = {"organization_id": "gus_notary", "booking_id": appointment["id"], "status": "cancelled"}
+    refused = client.post("/_testing/appointment-status", json=body)
+    assert refused.status_code == 404
+    assert refused.json()["code"] == "appointment_not_found"
+    unknown = client.post("/_testing/appointment-status", json={**body, "status": "exploded"})
+    assert unknown.status_code == 400
+
+
 def test_clock_can_be_set_and_advanced(client):
     """Platform choice (clock): set or advance the platform clock."""
     assert client.get("/_testing/clock").json() == {"now": "2026-05-04T12:00:00Z"}

@@ -1,7 +1,10 @@
-"""A loopback scenario endpoint for the toy server: the battery POSTs an outcome, a file carries it over.
+"""Loopback platform hooks for the toy server: the battery calls them over HTTP, files carry them over.
 
-It honors the scenario URL contract (`POST {"organization_id", "outcome"}`, 2xx when armed) and hands
-the outcome to the toy server through the file the server reads with `--arm-file`, consumed once.
+It honors the documented hook contracts: `POST .../arm` `{"organization_id", "outcome"}` (2xx when armed)
+writes the outcome to the file the toy reads with `--arm-file`, consumed once; `GET .../stats` answers
+`{"create_requests": n}` from the count the toy keeps in its `--stats-file`; `POST .../appointment-status`
+`{"organization_id", "booking_id", "status"}` records the native status in the JSON the toy reads with
+`--status-file`.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 OUTCOMES = {"slot_taken", "rate_limited"}
+NATIVE_STATUSES = {"confirmed", "pending", "cancelled", "no_show", "completed"}
 
 
 @dataclass(frozen=True)
@@ -22,31 +26,63 @@ class ScenarioEndpoint:
     url: str
     arm_file: Path
     requests: list[dict[str, object]]
+    stats_url: str = ""
+    stats_file: Path | None = None
+    status_url: str = ""
+    status_file: Path | None = None
+
+
+def _read_json(path: Path, default: object) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return default
 
 
 @contextmanager
 def scenario_endpoint(arm_file: Path, organization_id: str = "conformance_co") -> Iterator[ScenarioEndpoint]:
-    """Serve the arm endpoint on 127.0.0.1 (an ephemeral port) for the duration."""
+    """Serve the hooks on 127.0.0.1 (an ephemeral port) for the duration; files sit beside `arm_file`."""
     seen: list[dict[str, object]] = []
+    stats_file = arm_file.with_name(arm_file.name + ".creates")
+    status_file = arm_file.with_name(arm_file.name + ".statuses.json")
 
     class Handler(BaseHTTPRequestHandler):
+        def _answer(self, status: int, body: object = None) -> None:
+            data = b"" if body is None else json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path.startswith("/_testing/stats"):
+                self._answer(200, {"create_requests": int(_read_json(stats_file, 0) or 0)})  # type: ignore[call-overload]
+            else:
+                self._answer(404)
+
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))
             try:
                 body = json.loads(self.rfile.read(length))
             except ValueError:
                 body = None
-            ok = (
-                isinstance(body, dict)
-                and body.get("organization_id") == organization_id
-                and body.get("outcome") in OUTCOMES
-            )
-            if ok:
+            ours = isinstance(body, dict) and body.get("organization_id") == organization_id
+            if self.path.startswith("/_testing/appointment-status"):
+                if not (ours and body.get("status") in NATIVE_STATUSES and body.get("booking_id")):
+                    self._answer(422)
+                    return
+                statuses = _read_json(status_file, {})
+                assert isinstance(statuses, dict)
+                statuses[str(body["booking_id"])] = body["status"]
+                status_file.write_text(json.dumps(statuses), encoding="utf-8")
+                self._answer(200, body)
+                return
+            if ours and body.get("outcome") in OUTCOMES:
                 seen.append(body)
                 arm_file.write_text(str(body["outcome"]), encoding="utf-8")
-            self.send_response(200 if ok else 422)
-            self.send_header("content-length", "0")
-            self.end_headers()
+                self._answer(200)
+            else:
+                self._answer(422)
 
         def log_message(self, format: str, *args: object) -> None:
             """Keep the test output quiet."""
@@ -54,8 +90,17 @@ def scenario_endpoint(arm_file: Path, organization_id: str = "conformance_co") -
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/_testing"
     try:
-        yield ScenarioEndpoint(f"http://127.0.0.1:{server.server_address[1]}/_testing/arm", arm_file, seen)
+        yield ScenarioEndpoint(
+            f"{base}/arm",
+            arm_file,
+            seen,
+            stats_url=f"{base}/stats",
+            stats_file=stats_file,
+            status_url=f"{base}/appointment-status",
+            status_file=status_file,
+        )
     finally:
         server.shutdown()
         server.server_close()

@@ -71,3 +71,17 @@ def test_load_fixtures_reads_a_file_and_ignores_its_comment(tmp_path):
     raw = _raw() | {"$comment": "my platform", "organization_id": "my_org"}
     path.write_text(json.dumps(raw), encoding="utf-8")
     assert load_fixtures(path).organization_id == "my_org"
+
+
+def test_native_statuses_are_optional_and_map_only_to_protocol_statuses():
+    """OSBP spec, booking.status (booked, cancelled, completed, no_show, pending, unknown): a fixture file
+    without native_statuses stays valid for another language's server, and a mapping to anything else is
+    rejected."""
+    raw = _raw()
+    assert Fixtures.model_validate(raw).native_statuses["confirmed"] == "booked"
+    assert (
+        Fixtures.model_validate({k: v for k, v in raw.items() if k != "native_statuses"}).native_statuses
+        == {}
+    )
+    with pytest.raises(ValidationError, match="native_statuses"):
+        Fixtures.model_validate({**raw, "native_statuses": {"confirmed": "confirmed"}})

@@ -9,20 +9,29 @@ from pathlib import Path
 from osbp.conformance.battery import Report
 from osbp.conformance.checks import CATALOG
 from osbp.conformance.grading import CheckResult, Verdict
-from osbp.conformance.report import check_table_markdown, render_human, render_json, summary_line
+from osbp.conformance.report import (
+    SPEC_ORDER,
+    check_table_markdown,
+    render_human,
+    render_json,
+    section_of,
+    summary_line,
+)
 from osbp.conformance.wire import ServerTarget
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
 
 
 def _report(fixtures, *, fail: bool, skip: bool) -> Report:
-    verdicts = {check.id: (Verdict.PASS, "") for check in CATALOG}
+    verdicts = {check.id: (Verdict.PASS, "", "", "") for check in CATALOG}
     if fail:
-        verdicts["money.jpy_minor_units"] = (Verdict.FAIL, "amount_minor 1200000, expected 12000")
+        verdicts["money.jpy_minor_units"] = (Verdict.FAIL, "ISO 4217 exponent 0", "12000", "1200000")
     if skip:
         verdicts["runtime.slot_taken"] = verdicts["runtime.rate_limited"] = (
             Verdict.SKIP,
             "no --scenario-url",
+            "",
+            "",
         )
     results = [CheckResult(check, *verdicts[check.id]) for check in CATALOG]
     return Report.build(
@@ -49,18 +58,42 @@ def test_the_final_line_starts_with_fail_when_a_check_failed(fixtures):
     )
 
 
-def test_one_line_per_check_with_requirement_and_section_and_a_detail_under_a_failure(fixtures):
-    """Platform choice (docs/conformance.md): `PASS|FAIL|SKIP <id>  <requirement>  [<section>]`, a detail on
-    failure."""
-    lines = render_human(_report(fixtures, fail=True, skip=True)).splitlines()
-    check_lines = [line for line in lines[:-1] if not line.startswith("     ")]
+def test_checks_are_grouped_under_their_spec_section_in_the_specs_order(fixtures):
+    """Platform choice (docs/conformance.md): a heading per spec section, in the specification's order, then
+    `  PASS|FAIL|SKIP <id>  <requirement>` per check, tagged when it goes beyond the spec."""
+    lines = render_human(_report(fixtures, fail=False, skip=False)).splitlines()[:-1]
+    headings = [line for line in lines if not line.startswith(" ")]
+    assert headings == [heading for heading in SPEC_ORDER if heading in headings]
+    assert set(headings) == {section_of(check.section)[0] for check in CATALOG}
+    check_lines = [line for line in lines if line.startswith("  ")]
     assert len(check_lines) == len(CATALOG)
-    for line, check in zip(check_lines, CATALOG, strict=True):
-        assert re.fullmatch(
-            rf"(PASS|FAIL|SKIP) {re.escape(check.id)} +{re.escape(check.requirement)}  \[.+\]", line
-        )
-    failed = lines.index(next(line for line in lines if line.startswith("FAIL money.jpy_minor_units")))
-    assert lines[failed + 1] == "     amount_minor 1200000, expected 12000"
+    by_id = {check.id: check for check in CATALOG}
+    under = ""
+    for line in lines:
+        if not line.startswith(" "):
+            under = line
+            continue
+        match = re.fullmatch(r"  PASS (\S+) +(.+)", line)
+        assert match is not None
+        check = by_id[match[1]]
+        heading, beyond = section_of(check.section)
+        assert under == heading
+        assert match[2] == check.requirement + ("  (beyond the spec)" if beyond else "")
+
+
+def test_a_failure_prints_the_expected_and_the_observed_value_then_the_detail(fixtures):
+    """Platform choice (docs/conformance.md): a failing requirement shows what it wanted and what it got."""
+    lines = render_human(_report(fixtures, fail=True, skip=True)).splitlines()
+    failed = next(
+        index for index, line in enumerate(lines) if line.startswith("  FAIL money.jpy_minor_units")
+    )
+    assert lines[failed + 1 : failed + 4] == [
+        "       expected: 12000",
+        "       observed: 1200000",
+        "       ISO 4217 exponent 0",
+    ]
+    skipped = next(index for index, line in enumerate(lines) if line.startswith("  SKIP runtime.slot_taken"))
+    assert lines[skipped + 1] == "       no --scenario-url"
 
 
 def test_the_json_report_carries_every_check_and_the_counts(fixtures):
@@ -69,7 +102,11 @@ def test_the_json_report_carries_every_check_and_the_counts(fixtures):
     assert data["ok"] is False
     assert data["summary"] == {"total": len(CATALOG), "passed": len(CATALOG) - 1, "failed": 1, "skipped": 0}
     assert [check["id"] for check in data["checks"]] == [check.id for check in CATALOG]
-    assert {"id", "requirement", "section", "status", "detail"} == set(data["checks"][0])
+    assert {"id", "requirement", "section", "status", "detail", "expected", "observed"} == set(
+        data["checks"][0]
+    )
+    jpy = next(check for check in data["checks"] if check["id"] == "money.jpy_minor_units")
+    assert (jpy["expected"], jpy["observed"]) == ("12000", "1200000")
 
 
 def test_the_documented_check_table_is_the_catalog():

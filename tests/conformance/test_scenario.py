@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from osbp.conformance.scenario import arm
+from osbp.conformance.scenario import arm, create_requests, set_native_status
 from tests.conformance.arming import scenario_endpoint
 
 pytestmark = pytest.mark.anyio
@@ -38,3 +38,32 @@ async def test_an_unreachable_url_is_reported_not_raised():
     )
     assert problem is not None
     assert problem.startswith("could not reach the scenario URL")
+
+
+async def test_the_stats_hook_answers_the_create_request_count(tmp_path):
+    """Platform choice (docs/conformance.md): GET <stats-url> answers {"create_requests": n}."""
+    with scenario_endpoint(tmp_path / "armed") as endpoint:
+        assert await create_requests(endpoint.stats_url, call_timeout=5) == 0
+        assert endpoint.stats_file is not None
+        endpoint.stats_file.write_text("3", encoding="utf-8")
+        assert await create_requests(endpoint.stats_url, call_timeout=5) == 3
+        wrong = await create_requests(endpoint.url.replace("/arm", "/missing"), call_timeout=5)
+    assert wrong == "the stats URL answered HTTP 404"
+
+
+async def test_the_status_hook_sets_a_native_status_or_says_why_not(tmp_path):
+    """Platform choice (docs/conformance.md): POST <status-url> {organization_id, booking_id, status}; 2xx
+    means set."""
+    with scenario_endpoint(tmp_path / "armed") as endpoint:
+        assert (
+            await set_native_status(
+                endpoint.status_url, "conformance_co", "appt_1", "cancelled", call_timeout=5
+            )
+            is None
+        )
+        refused = await set_native_status(
+            endpoint.status_url, "elsewhere", "appt_1", "cancelled", call_timeout=5
+        )
+        assert endpoint.status_file is not None
+        assert endpoint.status_file.read_text(encoding="utf-8") == '{"appt_1": "cancelled"}'
+    assert refused == "the status URL answered HTTP 422 when setting 'cancelled'"

@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from osbp.conformance import CATALOG
+from osbp.backend.settings import BackendSettings
+from osbp.conformance import CATALOG, Verdict, load_fixtures, run_battery
 from osbp.conformance.cli import main
+from osbp.conformance.self_target import self_target
 
 
 @pytest.mark.integration
@@ -20,3 +22,27 @@ def test_self_grades_this_projects_server_with_every_check_passing(capsys):
     assert status == 0
     assert report["summary"]["passed"] == len(CATALOG)
     assert report["duration_seconds"] < 30
+
+
+@pytest.mark.integration
+@pytest.mark.anyio
+async def test_this_projects_server_passes_every_check_twice_in_a_row_against_one_rate_limited_platform():
+    """RFC 9110 section 10.2.3 (Retry-After): the battery waits out the platform's rate limit instead of
+    failing on it, so a second run against the same platform passes every check like the first."""
+    # A quota well under one run's requests: both runs must wait out the window, the second one at once.
+    settings = BackendSettings(db=":memory:", port=0, rate_limit_quota=20, rate_limit_window_seconds=1)
+    with self_target(settings) as own:
+        fixtures = load_fixtures(own.fixtures_path)
+        reports = [
+            await run_battery(
+                own.target,
+                fixtures,
+                scenario_url=own.scenario_url,
+                stats_url=own.stats_url,
+                status_url=own.status_url,
+            )
+            for _ in range(2)
+        ]
+    for report in reports:
+        assert {check.id: check.detail for check in report.checks if check.status is not Verdict.PASS} == {}
+    assert all(report.rate_limit_waited_seconds > 0 for report in reports)

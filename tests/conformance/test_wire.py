@@ -8,8 +8,8 @@ import anyio
 import pytest
 from pydantic import ValidationError
 
-from osbp.conformance.wire import Wire, _stray_line, server_env
-from tests.conformance.fake_session import recorded, result
+from osbp.conformance.wire import Wire, _stray_line, retry_delay, server_env
+from tests.conformance.fake_session import ScriptedSession, recorded, result
 
 pytestmark = pytest.mark.anyio
 
@@ -68,3 +68,48 @@ def test_the_server_environment_is_a_few_basics_plus_what_the_caller_adds(monkey
     assert env["LANG"] == "C.UTF-8"
     assert env["OSBP_PLATFORM_BASE_URL"] == "http://127.0.0.1:8400"
     assert "OSBP_SECRET_THING" not in env
+
+
+def _rate_limited(message: str) -> Any:
+    problem = {"code": "rate_limited", "message": message, "retryable": True}
+    return result({"ok": False, "problem": problem, "audit_event_id": "aud_rl"})
+
+
+async def test_a_retryable_rate_limited_answer_is_waited_out_for_the_delay_it_names_then_repeated():
+    """OSBP spec, Result Envelope (rate_limited: back off and retry) and RFC 9110 section 10.2.3: the
+    battery is fair to the platform instead of failing on its quota."""
+    ok = result({"ok": True, "value": {}, "audit_event_id": "aud_ok"})
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    session = ScriptedSession(
+        [_rate_limited("Slow down. Retry after 3 seconds."), _rate_limited("Busy."), ok]
+    )
+    wire = Wire(cast(Any, session), call_timeout=5, sleep=sleep)
+    answer = await wire.call("osbp_service_describe", {})
+    assert answer.ok is True
+    assert waits == [3.0, 2.0]  # the named delay, then the backoff for a second attempt
+    assert len(wire.exchanges) == 3
+    assert wire.rate_limit_waited == 5.0
+
+
+async def test_an_impatient_call_takes_the_rate_limited_answer_as_it_is():
+    """Platform choice (docs/conformance.md): the check that arms a 429 itself grades the first answer."""
+    session = ScriptedSession([_rate_limited("Retry after 1 seconds.")])
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    wire = Wire(cast(Any, session), call_timeout=5, sleep=sleep)
+    answer = await wire.call("osbp_service_describe", {}, patient=False)
+    assert answer.code == "rate_limited"
+    assert waits == []
+
+
+def test_retry_delay_reads_the_message_or_backs_off_up_to_a_cap():
+    """Platform choice: "retry after N seconds" in a rate_limited message is honoured; else 1, 2, 4, 8 s."""
+    assert retry_delay("The platform is busy. Retry after 12 seconds.", 0) == 12.0
+    assert [retry_delay("busy", attempt) for attempt in range(6)] == [1.0, 2.0, 4.0, 8.0, 8.0, 8.0]

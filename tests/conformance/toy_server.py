@@ -1,17 +1,25 @@
 """A compact, correct toy OSBP stdio MCP server over an in-memory platform: scaffolding that proves the
 conformance battery can pass, and, with `--break <name>`, that it can fail.
 
-    python toy_server.py [--break NAME] [--arm-file PATH]
+    python toy_server.py [--break NAME] [--arm-file PATH] [--stats-file PATH] [--status-file PATH]
 
 The platform matches `conformance/fixture_files/osbp-reference.json`. `--arm-file` names a file whose content
 (`slot_taken` or `rate_limited`), when present, fails the next approved create once and is removed: the
-tests' scenario endpoint writes it. Broken variants:
+tests' scenario endpoint writes it. `--stats-file` is where the toy counts the creates that reach its
+platform; `--status-file` is a JSON object of native statuses by booking id (the tests' hooks read and
+write them). Broken variants:
 
     no_mandate_check       books without validating the mandate (the approval gate still runs)
     jpy_cents              reports JPY prices x100, as if the currency had cents
     error_without_iserror  returns ok:false envelopes with isError false
     stdout_noise           prints a banner to stdout before serving
     plain_text_rejection   answers schema-invalid arguments with the SDK's plain-text error
+    summary_without_<part> leaves one part out of the approval summary (see SUMMARY_PARTS)
+    price_before_currency  compares the price amount before its currency
+    replay_calls_platform  contacts the platform again on an idempotent replay
+    wrong_code_accepted    books with any verification code
+    fixed_offset           converts wall-clock to instants with a fixed UTC-04:00 offset, ignoring DST
+    status_collapsed       reports every native status as booked
 
 Deliberately self-contained (no import from the project or the battery), so it grades nothing by sharing
 code with the grader.
@@ -35,7 +43,28 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
-BREAKS = ("no_mandate_check", "jpy_cents", "error_without_iserror", "stdout_noise", "plain_text_rejection")
+SUMMARY_PARTS = ("date", "timezone", "provider", "location", "currency", "payment", "fees", "customer_name")
+BREAKS = (
+    "no_mandate_check",
+    "jpy_cents",
+    "error_without_iserror",
+    "stdout_noise",
+    "plain_text_rejection",
+    *(f"summary_without_{part}" for part in SUMMARY_PARTS),
+    "price_before_currency",
+    "replay_calls_platform",
+    "wrong_code_accepted",
+    "fixed_offset",
+    "status_collapsed",
+)
+#: Native status -> protocol status (the fixtures' native_statuses).
+NATIVE_STATUSES = {
+    "confirmed": "booked",
+    "pending": "pending",
+    "cancelled": "cancelled",
+    "no_show": "no_show",
+    "completed": "completed",
+}
 ORG = {
     "id": "conformance_co",
     "name": "Conformance Co",
@@ -61,6 +90,8 @@ class Service:
     deposit: int = 0
     consultation: bool = False
     verification: str = "none"
+    cancellation_fee: int | None = None
+    no_show_fee: int | None = None
 
 
 SERVICES = {
@@ -72,7 +103,9 @@ SERVICES = {
     "conformance_insurance_dependent": Service("Insurance-dependent price", None, kind="insurance_dependent"),
     "conformance_quote_required": Service("Quote-required price", None, kind="quote_required"),
     "conformance_consultation": Service("Consultation", 0, consultation=True),
-    "conformance_deposit": Service("Deposit required", 9500, payment="deposit", deposit=2500),
+    "conformance_deposit": Service(
+        "Deposit required", 9500, payment="deposit", deposit=2500, cancellation_fee=1000, no_show_fee=2000
+    ),
     "conformance_full_prepay": Service("Full prepayment", 9500, payment="full_prepay"),
     "conformance_unknown_payment": Service("Unknown payment requirement", 9500, payment="unknown"),
     "conformance_verification": Service("SMS verification", 9500, verification="sms"),
@@ -91,8 +124,15 @@ class Fail(Exception):
 
 
 class Toy:
-    def __init__(self, breaks: set[str], arm_file: Path | None) -> None:
+    def __init__(
+        self,
+        breaks: set[str],
+        arm_file: Path | None,
+        stats_file: Path | None = None,
+        status_file: Path | None = None,
+    ) -> None:
         self.breaks, self.arm_file = breaks, arm_file
+        self.stats_file, self.status_file = stats_file, status_file
         with resources.files("tzdata.zoneinfo").joinpath("America", "New_York").open("rb") as data:
             self.tz = ZoneInfo.from_file(data, key="America/New_York")
         self.receipts: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -141,7 +181,8 @@ class Toy:
         return f"{service.currency} {(service.amount or 0) / 10**exponent:.{exponent}f}"
 
     def instant(self, local: dt.datetime) -> str:
-        return local.replace(tzinfo=self.tz).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        tz = dt.timezone(dt.timedelta(hours=-4)) if "fixed_offset" in self.breaks else self.tz
+        return local.replace(tzinfo=tz).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def times(self, start: dt.datetime) -> dict[str, str]:
         end = start + DURATION
@@ -192,7 +233,15 @@ class Toy:
 
     def policy(self, service_id: str | None) -> dict[str, Any]:
         service = self.service(service_id)
-        return {
+        fees = {
+            key: self.money(amount, service.currency)
+            for key, amount in (
+                ("cancellation_fee", service.cancellation_fee),
+                ("no_show_fee", service.no_show_fee),
+            )
+            if amount is not None
+        }
+        return fees | {
             "service_id": service_id,
             "cancellation_enabled": True,
             "cancellation_window": "PT6H",
@@ -247,6 +296,8 @@ class Toy:
         if start + DURATION > window[1]:
             raise fail("slot_too_late", "The slot ends after latest_end.")
         cap = mandate.get("max_price") or {}
+        if "price_before_currency" in self.breaks and (service.amount or 0) > cap.get("amount_minor", -1):
+            raise fail("price_exceeds_mandate", "The price exceeds max_price.")
         if service.currency != cap.get("currency"):
             raise fail("currency_mismatch", "The price currency differs from the mandate cap.")
         if service.amount is None:
@@ -261,6 +312,44 @@ class Toy:
             raise fail("requires_payment_handoff", "This service requires payment; hand off.")
         if service.payment == "unknown":
             raise fail("requires_user_confirmation", "The payment requirement is unknown.", None)
+
+    def summary(self, args: dict[str, Any], service: Service) -> str:
+        """The approval summary, part by part; a `summary_without_<part>` break leaves that part out."""
+        customer = args.get("customer") or {}
+        display = self.display(service)
+        payment = {
+            "deposit": f"A deposit of {service.currency} {service.deposit / 100:.2f} is required to book.",
+            "full_prepay": f"Full payment of {display} is required in advance.",
+        }.get(service.payment, "No upfront payment or deposit is required to book.")
+        fees = " ".join(
+            f"{label} {service.currency} {amount / 100:.2f}."
+            for label, amount in (
+                ("Cancellation fee", service.cancellation_fee),
+                ("No-show fee", service.no_show_fee),
+            )
+            if amount is not None
+        )
+        parts = {
+            "service": f"Book {service.name}",
+            "date": f"on {args['date']}",
+            "time": f"at {args['time']}",
+            "timezone": f"({ORG['timezone']})",
+            "provider": f"with {PROVIDERS.get(args['provider_id'], args['provider_id'])}",
+            "location": f"at {SCHEDULE['name']}",
+            "price": f"for {display}."
+            if "summary_without_currency" not in self.breaks
+            else f"for {display[4:]}.",
+            "payment": payment,
+            "fees": fees,
+            "customer_name": f"The merchant will see the customer name {customer.get('display_name')}.",
+        }
+        dropped = {name.removeprefix("summary_without_") for name in self.breaks}
+        return " ".join(text for name, text in parts.items() if text and name not in dropped)
+
+    def count_platform_create(self) -> None:
+        if self.stats_file is not None:
+            count = int(self.stats_file.read_text(encoding="utf-8")) if self.stats_file.exists() else 0
+            self.stats_file.write_text(str(count + 1), encoding="utf-8")
 
     def consume_arm(self) -> str | None:
         if self.arm_file is None or not self.arm_file.exists():
@@ -281,6 +370,8 @@ class Toy:
                 raise Fail(
                     "idempotency_conflict", "This idempotency_key was used with another payload.", False
                 )
+            if "replay_calls_platform" in self.breaks:
+                self.count_platform_create()
             return receipt
         service = self.service(args["service_id"])
         if "no_mandate_check" not in self.breaks:
@@ -290,17 +381,14 @@ class Toy:
         if approval.get("confirmed") is not True or self.tokens.get(token) != digest:
             token = secrets.token_urlsafe(16)
             self.tokens[token] = digest
-            summary = (
-                f"Book {service.name} on {args['date']} at {args['time']} ({ORG['timezone']}) with "
-                f"{PROVIDERS.get(args['provider_id'], args['provider_id'])} at {SCHEDULE['name']} for "
-                f"{self.display(service)}. No upfront payment or deposit is required to book."
-            )
+            summary = self.summary(args, service)
             retry = f'Retry booking.create with the same payload and approval.token="{token}".'
             raise Fail("requires_user_confirmation", f"{summary} {retry}", True)
+        self.count_platform_create()
         if service.verification != "none":
             if args.get("verification_code") is None:
                 raise Fail("requires_verification", "The platform requires customer verification.", True)
-            if args["verification_code"] != SANDBOX_CODE:
+            if args["verification_code"] != SANDBOX_CODE and "wrong_code_accepted" not in self.breaks:
                 raise Fail("verification_failed", "The verification code was rejected.", True)
         outcome = self.consume_arm()
         if outcome:
@@ -329,7 +417,11 @@ class Toy:
     def status(self, booking_id: str) -> dict[str, Any]:
         if booking_id not in self.bookings:
             raise Fail("booking_not_found", "No appointment matches.", False)
-        return self.bookings[booking_id]
+        native = "confirmed"
+        if self.status_file is not None and self.status_file.exists():
+            native = json.loads(self.status_file.read_text(encoding="utf-8")).get(booking_id, native)
+        status = "booked" if "status_collapsed" in self.breaks else NATIVE_STATUSES.get(native, "unknown")
+        return self.bookings[booking_id] | {"status": status}
 
 
 class ToyServer(MCPServer):
@@ -431,8 +523,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--break", dest="breaks", action="append", choices=BREAKS, default=[])
     parser.add_argument("--arm-file", type=Path)
+    parser.add_argument("--stats-file", type=Path)
+    parser.add_argument("--status-file", type=Path)
     args = parser.parse_args()
-    server = build(Toy(set(args.breaks), args.arm_file))
+    server = build(Toy(set(args.breaks), args.arm_file, args.stats_file, args.status_file))
     if "stdout_noise" in args.breaks:
         print("toy OSBP server starting", flush=True)  # noqa: T201 - the deliberate stdout noise
     server.run()

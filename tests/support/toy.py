@@ -10,11 +10,21 @@ from osbp.conformance import ServerTarget, server_env
 TOY_SERVER = Path(__file__).resolve().parents[1] / "conformance" / "toy_server.py"
 
 
-def toy_target(arm_file: Path | None = None, *breaks: str) -> ServerTarget:
-    """How to start the toy server, optionally broken."""
+def toy_target(
+    arm_file: Path | None = None,
+    *breaks: str,
+    stats_file: Path | None = None,
+    status_file: Path | None = None,
+) -> ServerTarget:
+    """How to start the toy server, optionally broken, reading or writing the hook files given."""
     command = [sys.executable, str(TOY_SERVER)]
     for name in breaks:
         command += ["--break", name]
-    if arm_file is not None:
-        command += ["--arm-file", str(arm_file)]
+    for flag, path in (
+        ("--arm-file", arm_file),
+        ("--stats-file", stats_file),
+        ("--status-file", status_file),
+    ):
+        if path is not None:
+            command += [flag, str(path)]
     return ServerTarget(command=command, env=server_env())
