@@ -21,7 +21,6 @@ def test_self_grades_this_projects_server_with_every_check_passing(capsys):
     assert failures == {}
     assert status == 0
     assert report["summary"]["passed"] == len(CATALOG)
-    assert report["duration_seconds"] < 30
 
 
 @pytest.mark.integration
