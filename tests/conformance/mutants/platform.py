@@ -58,6 +58,8 @@ class RunRouter:
         self._generation = 0
         self._in_flight = 0
         self._changed: asyncio.Condition | None = None
+        #: Creates waiting for another run's hold to end, by run.
+        self.parked: Counter[str] = Counter()
         self.create_requests: Counter[str] = Counter()
         self.appointments: defaultdict[str, set[str]] = defaultdict(set)
 
@@ -91,6 +93,11 @@ class RunRouter:
         else:
             await self.app(scope, receive, send)
 
+    async def until_parked(self, run: str) -> None:
+        """Wait until a create of ``run`` waits behind another run's hold."""
+        async with self._condition:
+            await self._condition.wait_for(lambda: self.parked[run] > 0)
+
     async def _take(self, run: str, *, until_success: bool) -> None:
         async with self._condition:
             await self._condition.wait_for(lambda: self._owner in (None, run))
@@ -111,7 +118,11 @@ class RunRouter:
 
     async def _create(self, run: str, scope: Scope, receive: Receive, send: Send) -> None:
         async with self._condition:
-            await self._condition.wait_for(lambda: self._owner in (None, run))
+            if self._owner not in (None, run):
+                self.parked[run] += 1
+                self._condition.notify_all()
+                await self._condition.wait_for(lambda: self._owner in (None, run))
+                self.parked[run] -= 1
             self._in_flight += 1
         self.create_requests[run] += 1
         status, chunks = 0, []
