@@ -43,6 +43,28 @@ def _wrap(owner: Any, name: str, make: Callable[[Any], Any]) -> None:
     _replace(owner, name, make(getattr(owner, name)))
 
 
+#: What a decision answers to let the original rule answer instead.
+_ORIGINAL: Any = object()
+
+
+def _decide_first(owner: Any, name: str, decide: Callable[..., Any]) -> None:
+    """Replace ``owner.name`` by ``decide``, falling back to the original where it answers ``_ORIGINAL``."""
+
+    def make(original: Any) -> Any:
+        def mutated(*args: Any, **kwargs: Any) -> Any:
+            answer = decide(*args, **kwargs)
+            return original(*args, **kwargs) if answer is _ORIGINAL else answer
+
+        return mutated
+
+    _wrap(owner, name, make)
+
+
+def _then(owner: Any, name: str, adjust: Callable[..., Any]) -> None:
+    """Replace ``owner.name`` by the original followed by ``adjust(result, *args)``."""
+    _wrap(owner, name, lambda original: lambda *a, **k: adjust(original(*a, **k), *a, **k))
+
+
 def _copy(model: Any, **changes: Any) -> Any:
     return model.model_copy(update=changes)
 
@@ -77,16 +99,15 @@ def _action_skipped() -> None:
 
 
 def _order_action_before_expiry() -> None:
-    def make(head: Any) -> Any:
-        def reordered(m: Any, *, now: dt.datetime, action: str) -> Problem | None:
-            if m.allowed_actions is not None and action not in m.allowed_actions:
-                return problem(ProblemCode.ACTION_NOT_ALLOWED)
-            result: Problem | None = head(m, now=now, action=action)
-            return result
-
-        return reordered
-
-    _wrap(mandate, "_head", make)
+    _decide_first(
+        mandate,
+        "_head",
+        lambda m, *, now, action: (
+            problem(ProblemCode.ACTION_NOT_ALLOWED)
+            if m.allowed_actions is not None and action not in m.allowed_actions
+            else _ORIGINAL
+        ),
+    )
 
 
 def _scope_with(**overrides: Any) -> Callable[[Any], Any]:
@@ -120,31 +141,25 @@ def _provider_scope_skipped() -> None:
 
 
 def _provider_unknown_as_not_allowed() -> None:
-    def make(scope: Any) -> Any:
-        def mutated(m: Any, **kwargs: Any) -> Problem | None:
-            result: Problem | None = scope(m, **kwargs)
-            if result is not None and result.code == ProblemCode.PROVIDER_UNKNOWN:
-                return problem(ProblemCode.PROVIDER_NOT_ALLOWED)
-            return result
-
-        return mutated
-
-    _wrap(mandate, "_scope", make)
+    _then(
+        mandate,
+        "_scope",
+        lambda found, *_, **__: (
+            problem(ProblemCode.PROVIDER_NOT_ALLOWED)
+            if found is not None and found.code == ProblemCode.PROVIDER_UNKNOWN
+            else found
+        ),
+    )
 
 
 def _earliest_start_exclusive() -> None:
-    def make(too_early: Any) -> Any:
-        def mutated(
-            m: Any, starts_at_local: str, start: dt.datetime, earliest: dt.datetime
-        ) -> Problem | None:
-            if start <= earliest:
-                return problem(ProblemCode.SLOT_TOO_EARLY)
-            result: Problem | None = too_early(m, starts_at_local, start, earliest)
-            return result
-
-        return mutated
-
-    _wrap(mandate, "_too_early", make)
+    _decide_first(
+        mandate,
+        "_too_early",
+        lambda m, local, start, earliest: (
+            problem(ProblemCode.SLOT_TOO_EARLY) if start <= earliest else _ORIGINAL
+        ),
+    )
 
 
 def _earliest_start_minute_early() -> None:
@@ -156,16 +171,15 @@ def _earliest_start_minute_early() -> None:
 
 
 def _latest_end_exclusive() -> None:
-    def make(window: Any) -> Any:
-        def mutated(m: Any, slot: Any) -> Problem | None:
-            result: Problem | None = window(m, slot)
-            if result is None and slot.ends_at_local == _shift(m.latest_end, dt.timedelta()):
-                return problem(ProblemCode.SLOT_TOO_LATE)
-            return result
-
-        return mutated
-
-    _wrap(mandate, "_window", make)
+    _then(
+        mandate,
+        "_window",
+        lambda found, m, slot: (
+            problem(ProblemCode.SLOT_TOO_LATE)
+            if found is None and slot.ends_at_local == _shift(m.latest_end, dt.timedelta())
+            else found
+        ),
+    )
 
 
 def _latest_end_minute_late() -> None:
@@ -178,19 +192,21 @@ def _latest_end_minute_late() -> None:
     )
 
 
+def _quoted_amount(slot: Any, service: Any) -> int | None:
+    quoted = slot.price or service.price
+    return fixed_amount(quoted) if quoted is not None else None
+
+
 def _price_cap_exclusive() -> None:
-    def make(price: Any) -> Any:
-        def mutated(m: Any, slot: Any, service: Any) -> Problem | None:
-            quoted = slot.price or service.price
-            amount = fixed_amount(quoted) if quoted is not None else None
-            if amount is not None and m.max_price is not None and amount == m.max_price.amount_minor:
-                return problem(ProblemCode.PRICE_EXCEEDS_MANDATE)
-            result: Problem | None = price(m, slot, service)
-            return result
-
-        return mutated
-
-    _wrap(mandate, "_price", make)
+    _decide_first(
+        mandate,
+        "_price",
+        lambda m, slot, service: (
+            problem(ProblemCode.PRICE_EXCEEDS_MANDATE)
+            if m.max_price is not None and _quoted_amount(slot, service) == m.max_price.amount_minor
+            else _ORIGINAL
+        ),
+    )
 
 
 def _price_cap_one_unit_over() -> None:
@@ -225,30 +241,22 @@ def _currency_mismatch_skipped() -> None:
 
 
 def _non_fixed_price_accepted() -> None:
-    def make(price: Any) -> Any:
-        def mutated(m: Any, slot: Any, service: Any) -> Problem | None:
-            quoted = slot.price or service.price
-            if quoted is not None and quoted.type in ("insurance_dependent", "quote_required"):
-                return None
-            result: Problem | None = price(m, slot, service)
-            return result
-
-        return mutated
-
-    _wrap(mandate, "_price", make)
+    non_fixed = ("insurance_dependent", "quote_required")
+    _decide_first(
+        mandate,
+        "_price",
+        lambda m, slot, service: (
+            None if getattr(slot.price or service.price, "type", None) in non_fixed else _ORIGINAL
+        ),
+    )
 
 
 def _payment_passing(requirements: set[str]) -> None:
-    def make(payment: Any) -> Any:
-        def mutated(m: Any, slot: Any, service: Any, policy: Any) -> Problem | None:
-            if policy.payment_requirement in requirements:
-                return None
-            result: Problem | None = payment(m, slot, service, policy)
-            return result
-
-        return mutated
-
-    _wrap(mandate, "_payment", make)
+    _decide_first(
+        mandate,
+        "_payment",
+        lambda m, slot, service, policy: None if policy.payment_requirement in requirements else _ORIGINAL,
+    )
 
 
 def _consultation_skipped() -> None:
