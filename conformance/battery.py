@@ -23,6 +23,7 @@ from osbp.conformance.grading import CheckResult, Grader, Verdict
 from osbp.conformance.mandate_checks import grade_mandates
 from osbp.conformance.payloads import Payloads
 from osbp.conformance.probe import Probe
+from osbp.conformance.prose_checks import grade_problem_prose
 from osbp.conformance.read_checks import grade_reads
 from osbp.conformance.time_checks import grade_dst
 from osbp.conformance.tool_checks import grade_tools
@@ -195,6 +196,7 @@ async def run_battery(
             await grade_bookings(probe)
             await grade_mandates(probe)
             grade_envelopes(grader, wire)
+            grade_problem_prose(grader, wire)
             await grade_rejections(probe)
             waited = wire.rate_limit_waited
     except Exception as exc:  # a server that cannot be driven is a failed grade, not a crash

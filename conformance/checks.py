@@ -85,6 +85,11 @@ CATALOG: tuple[Check, ...] = (
     ),
     _c("envelope.snake_case_keys", "every key in every result is snake_case", "Core Objects"),
     _c(
+        "envelope.problem_message_prose",
+        "every Problem message is prose, never a raw platform answer (no embedded JSON object)",
+        "Result Envelope",
+    ),
+    _c(
         "envelope.schema_invalid",
         "a schema-invalid call answers the failure envelope {ok: false, problem} with isError true, as text"
         " and structuredContent, without echoing the rejected value",

@@ -1,0 +1,335 @@
+"""The mutant set: each mutant's one defect, how it is made, and the checks that must catch it.
+
+A mutant is *killed* when at least one battery check fails and a failing check's id names the mutant's
+rule: it equals, or starts with, one of ``kills``. ``awaits`` names the check a mutant is waiting for when
+today's battery cannot see its defect (the issue's stronger checks); such a mutant is reported as a
+survivor, and the matrix test fails as soon as it is killed so that the note is dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["MUTANTS", "MUTANTS_BY_NAME", "Mutant", "Via"]
+
+#: How the defect is made: a runtime wrap of a core function in the mutant's own process, an
+#: ``--adapter`` plug-in, a rewriting upstream transport (inside the same plug-in), or a stdio proxy.
+Via = Literal["core", "adapter", "transport", "proxy"]
+
+
+@dataclass(frozen=True, slots=True)
+class Mutant:
+    """One mutant server."""
+
+    name: str
+    via: Via
+    defect: str
+    kills: tuple[str, ...]
+    awaits: str = ""
+
+    def named_by(self, check_id: str) -> bool:
+        """Whether a failure of ``check_id`` names this mutant's rule."""
+        return any(check_id.startswith(prefix) for prefix in self.kills)
+
+
+def _m(name: str, via: Via, defect: str, *kills: str, awaits: str = "") -> Mutant:
+    return Mutant(name, via, defect, kills, awaits)
+
+
+_ORDER = "mandate.order"  # the pairwise "which code wins" checks
+_SUMMARY = "approval.summary"
+_CONTENT = "summary content checked against the facts the server returned"
+_STATS = "a platform observation (create requests received) around the replay"
+
+MUTANTS: tuple[Mutant, ...] = (
+    # Mandate rules, each off by one or skipped.
+    _m("mandate_expiry_skipped", "core", "an expired mandate still authorizes", "mandate.expired"),
+    _m("mandate_action_skipped", "core", "allowed_actions is not checked", "mandate.action_not_allowed"),
+    _m(
+        "mandate_organization_scope_skipped",
+        "core",
+        "the mandate's organization is not compared",
+        "mandate.organization_scope",
+    ),
+    _m(
+        "mandate_empty_service_list_allows_all",
+        "core",
+        "an empty service_ids list allows every service",
+        "mandate.service_scope",
+    ),
+    _m("mandate_schedule_scope_skipped", "core", "schedule_ids is not checked", "mandate.schedule_scope"),
+    _m(
+        "mandate_provider_scope_skipped",
+        "core",
+        "provider_ids is not checked",
+        "mandate.provider_not_allowed",
+    ),
+    _m(
+        "mandate_provider_unknown_as_not_allowed",
+        "core",
+        "a missing provider is reported as provider_not_allowed",
+        "mandate.provider_unknown",
+    ),
+    _m(
+        "mandate_earliest_start_exclusive",
+        "core",
+        "a slot starting exactly at earliest_start is refused",
+        "boundary.window_exact_books",
+    ),
+    _m(
+        "mandate_earliest_start_minute_early",
+        "core",
+        "a slot may start one minute before earliest_start",
+        "mandate.slot_too_early",
+    ),
+    _m(
+        "mandate_latest_end_exclusive",
+        "core",
+        "a slot ending exactly at latest_end is refused",
+        "boundary.window_exact_books",
+    ),
+    _m(
+        "mandate_latest_end_minute_late",
+        "core",
+        "a slot may end one minute after latest_end",
+        "boundary.window_minus_minute_refuses",
+    ),
+    _m(
+        "mandate_price_cap_exclusive",
+        "core",
+        "a price equal to max_price is refused",
+        "boundary.price_equal_cap_books",
+    ),
+    _m(
+        "mandate_price_cap_one_unit_over",
+        "core",
+        "a price one minor unit above max_price passes",
+        "boundary.price_cap_minus_one_refuses",
+    ),
+    _m(
+        "mandate_currency_mismatch_skipped",
+        "core",
+        "a price in another currency is compared as if it were the cap's",
+        "mandate.currency_mismatch",
+    ),
+    _m(
+        "mandate_non_fixed_price_accepted",
+        "core",
+        "insurance-dependent and quote-required prices pass the cap",
+        "mandate.insurance_dependent",
+        "mandate.quote_required",
+    ),
+    _m(
+        "mandate_unknown_payment_accepted",
+        "core",
+        "an unknown payment requirement passes",
+        "mandate.unknown_payment",
+    ),
+    _m(
+        "mandate_payment_handoff_skipped",
+        "core",
+        "a deposit or full prepayment books without allow_policy_fee",
+        "mandate.deposit",
+        "mandate.full_prepay",
+    ),
+    _m(
+        "mandate_consultation_skipped",
+        "core",
+        "a consultation service books without a handoff",
+        "mandate.consultation",
+    ),
+    _m(
+        "mandate_order_action_before_expiry",
+        "core",
+        "allowed_actions is checked before expiry",
+        _ORDER,
+        awaits="pairwise code order: expired + action not allowed answers mandate_expired",
+    ),
+    _m(
+        "mandate_order_price_before_window",
+        "core",
+        "the price cap is checked before the time window",
+        _ORDER,
+        awaits="pairwise code order: slot too late + price over cap answers slot_too_late",
+    ),
+    # The approval token.
+    _m(
+        "token_not_bound_to_payload",
+        "core",
+        "any unspent token approves any payload (under the same key the idempotency record refuses first)",
+        "approval.token_payload_bound",
+        "approval.token_key_bound",
+    ),
+    _m(
+        "token_not_bound_to_key",
+        "core",
+        "the approval token is bound to the payload without its idempotency key",
+        "approval.token_key_bound",
+    ),
+    _m(
+        "token_not_bound_to_summary",
+        "core",
+        "the approval token survives a change of the summary the user saw",
+        "approval.token_summary_bound",
+        awaits="a scenario outcome that changes the slot's facts (price) between challenge and retry",
+    ),
+    _m(
+        "token_reusable_after_success",
+        "core",
+        "a spent token approves the same booking again under a new key",
+        "approval.token_spent",
+    ),
+    _m(
+        "token_reusable_after_expiry",
+        "core",
+        "approval tokens never expire",
+        "approval.token_expired",
+        awaits="a clock hook to age a token past its lifetime",
+    ),
+    # Idempotency.
+    _m(
+        "idempotency_conflict_replays_first_receipt",
+        "core",
+        "another payload under a used key replays the first receipt",
+        "idempotency.conflict",
+    ),
+    _m(
+        "replay_calls_platform",
+        "core",
+        "an idempotent replay sends the create to the platform again",
+        "idempotency.replay",
+        awaits=_STATS,
+    ),
+    _m(
+        "replay_returns_new_booking",
+        "core",
+        "an idempotent replay books again and returns the new booking",
+        "idempotency.replay",
+    ),
+    # Verification.
+    _m(
+        "adapter_verification_code_invented",
+        "adapter",
+        "the adapter sends a hard-coded code when the customer gave none",
+        "verification.",
+    ),
+    _m(
+        "transport_verification_code_dropped",
+        "transport",
+        "the customer's verification code never reaches the platform",
+        "verification.",
+    ),
+    _m(
+        "adapter_wrong_code_accepted",
+        "adapter",
+        "a rejected code is retried with the sandbox code, so a wrong code books",
+        "verification.",
+        awaits="a wrong verification code must not book (platform observation)",
+    ),
+    # Translation of the platform's facts.
+    _m("adapter_price_scaled_by_100", "adapter", "minor units scaled by 100", "money."),
+    _m("adapter_kwd_two_decimals", "adapter", "KWD treated as a two-decimal currency", "money.kwd"),
+    _m(
+        "adapter_status_collapsed_to_booked",
+        "adapter",
+        "every native status is reported as booked",
+        "status.",
+        "happy.status",
+        awaits="every native status the fixture can produce against the mapping table",
+    ),
+    _m(
+        "adapter_fixed_standard_offset",
+        "adapter",
+        "instants use a fixed UTC-05:00 instead of the zone's rules",
+        "time.",
+    ),
+    _m(
+        "adapter_fixed_daylight_offset",
+        "adapter",
+        "instants use a fixed UTC-04:00 (right in summer only)",
+        "time.",
+        awaits="instants on dates on both sides of a DST transition",
+    ),
+    _m(
+        "adapter_slot_taken_as_outage",
+        "adapter",
+        "a slot taken at create time is reported as upstream_unavailable",
+        "runtime.slot_taken",
+    ),
+    _m(
+        "transport_rate_limit_as_outage",
+        "transport",
+        "a platform 429 is read as a 503",
+        "runtime.rate_limited",
+    ),
+    _m(
+        "adapter_problem_carries_upstream_body",
+        "adapter",
+        "a Problem message carries the platform's raw response body",
+        "envelope.problem_message_prose",
+    ),
+    # The approval summary, one required element dropped.
+    _m(
+        "summary_without_provider",
+        "core",
+        "the summary omits the provider",
+        _SUMMARY,
+        "summary.provider",
+        awaits=_CONTENT,
+    ),
+    _m("summary_without_time", "core", "the summary omits the merchant-local time", _SUMMARY, "summary.date"),
+    _m(
+        "summary_without_zone",
+        "core",
+        "the summary omits the time zone",
+        _SUMMARY,
+        "summary.timezone",
+        awaits=_CONTENT,
+    ),
+    _m("summary_without_price", "core", "the summary omits the price", _SUMMARY, "summary.price"),
+    _m(
+        "summary_without_payment",
+        "core",
+        "the summary omits the payment requirement (deposit, prepayment)",
+        _SUMMARY,
+        "summary.payment",
+        awaits=_CONTENT,
+    ),
+    _m(
+        "summary_without_cancellation_terms",
+        "core",
+        "the summary omits the cancellation terms and fees",
+        _SUMMARY,
+        "summary.fees",
+        awaits=_CONTENT,
+    ),
+    _m(
+        "summary_without_customer_name",
+        "core",
+        "the summary omits the merchant-visible customer name",
+        _SUMMARY,
+        "summary.customer_name",
+        awaits=_CONTENT,
+    ),
+    # The wire.
+    _m(
+        "envelope_null_for_absent_fields",
+        "core",
+        "absent optional fields are emitted as null",
+        "money.non_fixed_omits_amount",
+        "money.well_formed",
+    ),
+    _m(
+        "proxy_structured_differs_from_text",
+        "proxy",
+        "structuredContent is not the text's JSON (no audit_event_id)",
+        "envelope.structured_equals_text",
+    ),
+    _m("proxy_is_error_never_set", "proxy", "isError is false on failures", "envelope.is_error_matches_ok"),
+    _m("proxy_annotation_wrong", "proxy", "verification.send is annotated read-only", "wire.annotations"),
+    _m("proxy_stdout_banner", "proxy", "a start-up banner on stdout", "wire.stdout_clean"),
+)
+
+#: The mutants keyed by name.
+MUTANTS_BY_NAME: dict[str, Mutant] = {mutant.name: mutant for mutant in MUTANTS}

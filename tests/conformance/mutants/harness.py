@@ -1,0 +1,134 @@
+"""Run the conformance battery against the right server and every mutant, and decide which are killed.
+
+All runs share one platform (:func:`~tests.conformance.mutants.platform.shared_platform`); each server
+process gets its own state directory and its own platform prefix, and a small pool runs them
+concurrently (the machine has two cores). Every run is the public, black-box ``run_battery`` over stdio.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from osbp.conformance import (
+    Report,
+    ServerTarget,
+    Verdict,
+    load_fixtures,
+    reference_fixtures_path,
+    run_battery,
+    server_env,
+)
+from tests.conformance.mutants.adapters import MUTANT_ENV
+from tests.conformance.mutants.catalog import MUTANTS, Mutant
+from tests.conformance.mutants.platform import run_base_url, shared_platform
+
+__all__ = ["RIGHT", "MatrixRun", "Outcome", "run_matrix", "server_command"]
+
+#: The run name of the unmutated server.
+RIGHT = "right_server"
+REPO = Path(__file__).resolve().parents[3]
+_SERVER = (sys.executable, "-m", "osbp", "mcp")
+_PLUGIN = "tests.conformance.mutants.adapters:build"
+#: The platform's test-only hooks (docs/backend-api.md), relative to a run's base URL.
+_STATS = "/_testing/stats"
+_STATUS = "/_testing/appointment-status"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One run's verdicts."""
+
+    name: str
+    failed: tuple[str, ...]
+    skipped: tuple[str, ...]
+    duration: float
+
+    def killers(self, mutant: Mutant) -> tuple[str, ...]:
+        """The failing checks that name the mutant's rule."""
+        return tuple(check for check in self.failed if mutant.named_by(check))
+
+
+@dataclass(frozen=True, slots=True)
+class MatrixRun:
+    """The right server's outcome and every mutant's."""
+
+    right: Outcome
+    mutants: dict[str, Outcome]
+    wall_seconds: float
+
+    def killed(self, mutant: Mutant) -> bool:
+        """Whether the battery killed ``mutant``."""
+        return bool(self.mutants[mutant.name].killers(mutant))
+
+
+def server_command(mutant: Mutant | None) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The command that starts ``mutant`` (the right server for None) and its extra variables."""
+    if mutant is None:
+        return _SERVER, {}
+    if mutant.via == "core":
+        return (sys.executable, "-m", "tests.conformance.mutants.serve", mutant.name), {}
+    if mutant.via in ("adapter", "transport"):
+        return (*_SERVER, "--adapter", _PLUGIN), {MUTANT_ENV: mutant.name}
+    return (sys.executable, "-m", "tests.conformance.mutants.proxy", mutant.name, "--", *_SERVER), {}
+
+
+def _outcome(name: str, report: Report) -> Outcome:
+    return Outcome(
+        name=name,
+        failed=tuple(c.id for c in report.checks if c.status is Verdict.FAIL),
+        skipped=tuple(c.id for c in report.checks if c.status is Verdict.SKIP),
+        duration=report.duration_seconds,
+    )
+
+
+async def run_matrix(mutants: Sequence[Mutant] = MUTANTS, *, workers: int = 2) -> MatrixRun:
+    """Grade the right server and ``mutants`` against one shared platform, ``workers`` at a time."""
+    fixtures = load_fixtures(reference_fixtures_path())
+    accepted = inspect.signature(run_battery).parameters
+    limiter = anyio.CapacityLimiter(workers)
+    outcomes: dict[str, Outcome] = {}
+    started = anyio.current_time()
+    with tempfile.TemporaryDirectory(prefix="osbp-mutants-") as state, shared_platform() as platform_url:
+
+        async def grade(name: str, mutant: Mutant | None) -> None:
+            async with limiter:
+                base = run_base_url(platform_url, name)
+                command, extra = server_command(mutant)
+                env = server_env(
+                    {
+                        "OSBP_PLATFORM_BASE_URL": base,
+                        "OSBP_ORGANIZATION_ID": fixtures.organization_id,
+                        "OSBP_STATE_PATH": str(Path(state) / name / "state.db"),
+                        "OSBP_AUDIT_LOG_PATH": str(Path(state) / name / "audit" / "events.jsonl"),
+                        "PYTHONPATH": str(REPO),
+                        **extra,
+                    }
+                )
+                # The optional platform hooks this battery knows, each on the run's own prefix.
+                hooks = {"stats_url": _STATS, "status_url": _STATUS}
+                options: dict[str, Any] = {k: base + path for k, path in hooks.items() if k in accepted}
+                report = await run_battery(
+                    ServerTarget(command, env=env, cwd=str(REPO)),
+                    fixtures,
+                    scenario_url=base + "/_testing/arm",
+                    **options,
+                )
+                outcomes[name] = _outcome(name, report)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(grade, RIGHT, None)
+            for mutant in mutants:
+                group.start_soon(grade, mutant.name, mutant)
+    return MatrixRun(
+        right=outcomes.pop(RIGHT),
+        mutants={mutant.name: outcomes[mutant.name] for mutant in mutants},
+        wall_seconds=round(anyio.current_time() - started, 1),
+    )
