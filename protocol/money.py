@@ -156,6 +156,9 @@ def _space_symbol(text: str, symbol: str) -> str:
     return text
 
 
+# A pure function of its arguments, and CLDR pattern parsing is most of a translation's cost: the prices a
+# server shows repeat, so each is formatted once.
+@lru_cache(maxsize=4096)
 def format_display(amount_minor: int, currency: str) -> str | None:
     """A CLDR ``en`` display hint (``$95.00``, ``¥12,000``, ``KWD 12.500``); ``None`` if unknown currency."""
     major = minor_to_major(amount_minor, currency)
