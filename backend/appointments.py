@@ -71,7 +71,8 @@ def create(
     digest = idempotency.fingerprint(request.model_dump(mode="json"))
     try:
         # A refusal commits what the checks recorded before it (a wrong verification code's attempt).
-        with db.write(commit_on=(ProblemError,)) as session:
+        # The create reads the catalog and never writes it: its lookups may use the revision's snapshot.
+        with db.write(commit_on=(ProblemError,), catalog_reader=True) as session:
             replay = idempotency.lookup(
                 session, organization_id=organization_id, key=key, digest=digest, now=now
             )

@@ -5,8 +5,11 @@ time, one ORM query each, though the catalog changes only when it is seeded, res
 revision counter of :mod:`osbp.backend.catalog_cache` says exactly when it changed: a read transaction
 takes the revision once, and the snapshot of every catalog row loaded at that revision (in a read
 transaction, so from committed rows only) answers every lookup of that transaction from memory. A
-different revision loads afresh. Write transactions never use it: they may be looking at their own
-uncommitted catalog change, so they keep querying.
+different revision loads afresh. Write transactions keep querying: they may be looking at their own
+uncommitted catalog change. The one exception is a write transaction marked :data:`CATALOG_READER` (an
+appointment create, which reads the catalog and never writes it): it uses the snapshot already loaded for
+exactly the revision it sees, and never loads or stores one. Holding the write lock from its BEGIN, it
+sees the committed revision, so an equal snapshot is the catalog it would have queried.
 
 Snapshots are per database (keyed by its connection pool); their rows are detached ORM instances that
 nothing writes to.
@@ -25,10 +28,12 @@ from sqlmodel import Session, col, select
 from osbp.backend.catalog_cache import catalog_revision
 from osbp.backend.models import Location, Organization, Provider, Service
 
-__all__ = ["READ_ONLY", "CatalogSnapshot", "snapshot"]
+__all__ = ["CATALOG_READER", "READ_ONLY", "CatalogSnapshot", "snapshot"]
 
 #: The ``Session.info`` flag :meth:`osbp.backend.db.Database.read` sets on its read transactions.
 READ_ONLY = "osbp_read_only"
+#: The ``Session.info`` flag of a write transaction that never writes a catalog row.
+CATALOG_READER = "osbp_catalog_reader"
 _MEMO = "osbp_catalog_snapshot"
 
 
@@ -70,8 +75,9 @@ _snapshots: WeakKeyDictionary[Any, CatalogSnapshot] = WeakKeyDictionary()
 
 
 def snapshot(session: Session) -> CatalogSnapshot | None:
-    """The catalog as ``session``'s read transaction sees it; ``None`` in a write transaction."""
-    if not session.info.get(READ_ONLY):
+    """The catalog as ``session``'s transaction sees it; ``None`` in a write transaction that must query."""
+    reader = session.info.get(CATALOG_READER)
+    if not session.info.get(READ_ONLY) and not reader:
         return None
     memo: CatalogSnapshot | None = session.info.get(_MEMO)
     if memo is not None:
@@ -81,6 +87,11 @@ def snapshot(session: Session) -> CatalogSnapshot | None:
     database = connection.engine.pool
     with _lock:
         found = _snapshots.get(database)
+    if reader:
+        if found is None or found.revision != revision:
+            return None
+        session.info[_MEMO] = found
+        return found
     if found is None or found.revision != revision:
         found = _load(session, revision)
         with _lock:

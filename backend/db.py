@@ -21,7 +21,7 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel
 
 from osbp.backend import models  # noqa: F401  registers the tables on SQLModel.metadata
-from osbp.backend.catalog_snapshot import READ_ONLY
+from osbp.backend.catalog_snapshot import CATALOG_READER, READ_ONLY
 
 __all__ = ["BUSY_TIMEOUT_MS", "Database"]
 
@@ -75,13 +75,18 @@ class Database:
             yield session
 
     @contextmanager
-    def write(self, *, commit_on: tuple[type[BaseException], ...] = ()) -> Iterator[Session]:
+    def write(
+        self, *, commit_on: tuple[type[BaseException], ...] = (), catalog_reader: bool = False
+    ) -> Iterator[Session]:
         """A write transaction opened with BEGIN IMMEDIATE: committed on success, rolled back on error.
 
         An exception of a `commit_on` type commits what the transaction wrote before it, then propagates:
         for a refusal that must keep its own record (a wrong verification code counts an attempt).
+        ``catalog_reader`` promises the transaction writes no catalog row, so its catalog lookups may answer
+        from the committed snapshot of the revision it sees (:data:`CATALOG_READER`).
         """
-        with self._guard(), Session(self._writer, expire_on_commit=False) as session:
+        info = {CATALOG_READER: True} if catalog_reader else {}
+        with self._guard(), Session(self._writer, expire_on_commit=False, info=info) as session:
             try:
                 try:
                     yield session

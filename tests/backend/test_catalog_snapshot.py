@@ -12,7 +12,7 @@ from sqlalchemy import event, text
 from osbp.backend.app import create_app
 from osbp.backend.catalog import get_service
 from osbp.backend.runtime import Runtime
-from tests.support.bookwell import DAY, make_settings
+from tests.support.bookwell import DAY, booking, create, make_settings
 
 ORG = "carolyns_dental"
 SERVICE = "carolyns_dental_cleaning"
@@ -117,3 +117,21 @@ def test_a_repeated_catalog_read_runs_its_begin_and_revision_on_the_driver_curso
     assert again.status_code == first.status_code == 200
     assert again.content == first.content
     assert sent == []
+
+
+def test_a_create_looks_the_catalog_up_in_its_revisions_snapshot_and_books_at_a_changed_price(
+    client: TestClient, runtime: Runtime
+) -> None:
+    """Platform choice: a create (which never writes the catalog) reuses the loaded snapshot of the revision
+    it sees, and after a catalog change it sees the new rows, never the old snapshot's."""
+    assert client.get(AVAILABILITY).status_code == 200  # loads the snapshot of the current revision
+    with statements(runtime) as sent:
+        first = create(client, ORG, booking(time="10:00"), key="snapshot-1")
+    assert first.status_code == 201
+    assert catalog_queries(sent) == []
+    set_price(runtime, "99.00")
+    with statements(runtime) as sent:
+        second = create(client, ORG, booking(time="11:00"), key="snapshot-2")
+    assert second.status_code == 201
+    assert second.json()["price"]["amount"] == "99.00"
+    assert catalog_queries(sent) != []  # no snapshot of the new revision yet: the create queried
