@@ -1,8 +1,9 @@
 """`run_battery`: start one server, hold one session, run every check, return the report.
 
-The order matters only where the platform is concerned: reads first (their answers feed later checks),
-the slots around the zone's DST transitions, then the bookings, the mandate matrix, the checks graded over
-every recorded call, and last the one deliberately schema-invalid call.
+The order matters only where the platform is concerned: the tools, the challenge whose token must expire,
+reads (their answers feed later checks), the slots around the zone's DST transitions, then the bookings,
+the mandate matrix, the retry of the expired token, the checks graded over every recorded call, and last
+the one deliberately schema-invalid call.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import IO
 
 from pydantic import BaseModel, ConfigDict
 
+from osbp.conformance.approval_checks import grade_expiry, open_expiry
 from osbp.conformance.booking_checks import grade_bookings
 from osbp.conformance.envelope_checks import grade_envelopes, grade_rejections
 from osbp.conformance.fixtures import Fixtures
@@ -72,6 +74,7 @@ class Report(BaseModel):
     scenario_url: str | None
     stats_url: str | None = None
     status_url: str | None = None
+    catalog_url: str | None = None
     ok: bool
     summary: Summary
     duration_seconds: float
@@ -90,6 +93,7 @@ class Report(BaseModel):
         duration: float,
         stats_url: str | None = None,
         status_url: str | None = None,
+        catalog_url: str | None = None,
         rate_limit_waited: float = 0.0,
     ) -> Report:
         """Assemble a report from the graded results."""
@@ -100,6 +104,7 @@ class Report(BaseModel):
             scenario_url=scenario_url,
             stats_url=stats_url,
             status_url=status_url,
+            catalog_url=catalog_url,
             ok=counts[Verdict.FAIL] == 0,
             summary=Summary(
                 total=len(results),
@@ -152,6 +157,7 @@ async def run_battery(
     scenario_url: str | None = None,
     stats_url: str | None = None,
     status_url: str | None = None,
+    catalog_url: str | None = None,
     call_timeout: float = 10.0,
     errlog: IO[str] | None = None,
     clock: Callable[[], dt.datetime] = _utc_now,
@@ -160,8 +166,8 @@ async def run_battery(
     """Grade the server `target` starts against `fixtures`; `call_timeout` bounds each call in seconds.
 
     The platform hooks are optional (see `osbp.conformance.scenario`): `scenario_url` arms outcomes,
-    `stats_url` counts the platform's create requests, `status_url` sets a booking's native status; a
-    check that needs an absent hook is SKIP, never PASS.
+    `stats_url` counts the platform's create requests, `status_url` sets a booking's native status,
+    `catalog_url` reprices a service; a check that needs an absent hook is SKIP, never PASS.
 
     The server's stderr goes to `errlog` (a temporary file by default, quoted when the start fails).
     `clock` dates the mandates; `nonce` makes this run's idempotency keys and mandate ids unique.
@@ -189,12 +195,16 @@ async def run_battery(
                 call_timeout,
                 stats_url=stats_url,
                 status_url=status_url,
+                catalog_url=catalog_url,
             )
             await grade_tools(probe)
+            # Taken first and retried last, so the token ages while the other checks run.
+            pending_expiry = await open_expiry(probe)
             await grade_reads(probe)
             await grade_dst(probe, today=now.date())
             await grade_bookings(probe)
             await grade_mandates(probe)
+            await grade_expiry(probe, pending_expiry)
             grade_envelopes(grader, wire)
             grade_problem_prose(grader, wire)
             await grade_rejections(probe)
@@ -226,5 +236,6 @@ async def run_battery(
         duration=time.monotonic() - started,
         stats_url=stats_url,
         status_url=status_url,
+        catalog_url=catalog_url,
         rate_limit_waited=waited,
     )

@@ -251,6 +251,17 @@ CATALOG: tuple[Check, ...] = (
         "booking.create (beyond the spec)",
     ),
     _c(
+        "approval.token_summary_bound",
+        "an approval token is refused once the price it was shown with changed: the retry is re-challenged"
+        " with a fresh summary showing the new price",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_expired",
+        "an approval token older than the server's token lifetime is refused with a fresh challenge",
+        "booking.create",
+    ),
+    _c(
         "approval.token_spent",
         "an approval token authorizes nothing new after its booking succeeded",
         "booking.create (beyond the spec)",

@@ -1,7 +1,8 @@
 """`osbp conformance`: grade an OSBP stdio MCP server over the wire.
 
     osbp conformance --server "<command line>" --fixtures <file.json> [--scenario-url <url>]
-                     [--stats-url <url>] [--status-url <url>] [--env KEY=VALUE ...] [--cwd DIR]
+                     [--stats-url <url>] [--status-url <url>] [--catalog-url <url>]
+                     [--env KEY=VALUE ...] [--cwd DIR]
                      [--timeout S] [--server-log FILE] [--json]
     osbp conformance --self [--json] [--timeout S]
     osbp conformance --list-checks [--markdown]
@@ -54,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
         "--status-url", metavar="URL", help="where to POST a native status for a booking the battery made"
     )
     parser.add_argument(
+        "--catalog-url", metavar="URL", help="where to POST a new price for the fixtures' repriced service"
+    )
+    parser.add_argument(
         "--env",
         metavar="KEY=VALUE",
         action="append",
@@ -98,6 +102,7 @@ def _grade(
     scenario_url: str | None,
     stats_url: str | None,
     status_url: str | None,
+    catalog_url: str | None,
 ) -> Report | str:
     try:
         fixtures = load_fixtures(fixtures_path)
@@ -115,6 +120,7 @@ def _grade(
                 scenario_url=scenario_url,
                 stats_url=stats_url,
                 status_url=status_url,
+                catalog_url=catalog_url,
                 call_timeout=args.timeout,
                 errlog=errlog,
             )
@@ -139,6 +145,7 @@ def main(argv: Sequence[str]) -> int:
                 scenario_url=own.scenario_url,
                 stats_url=own.stats_url,
                 status_url=own.status_url,
+                catalog_url=own.catalog_url,
             )
     else:
         if not args.fixtures:
@@ -154,6 +161,7 @@ def main(argv: Sequence[str]) -> int:
             scenario_url=args.scenario_url,
             stats_url=args.stats_url,
             status_url=args.status_url,
+            catalog_url=args.catalog_url,
         )
     if isinstance(outcome, str):
         print(f"osbp conformance: {outcome}", file=sys.stderr)

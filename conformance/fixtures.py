@@ -9,6 +9,14 @@ The slot (`slot.date`, `slot.time`, `slot.duration_minutes`) is the merchant-loc
 that date and time, and the platform must accept repeated bookings of it (the battery books it several
 times, each under a fresh idempotency key).
 
+`services.repriced` (optional) is a fixed-price service in the mandate currency that no other check uses:
+the battery changes its price through the platform's catalog hook (`--catalog-url`) between an approval
+challenge and the approved retry, so concurrent battery runs on one platform may each reprice it.
+
+`approval_ttl_seconds` (optional) is how long the graded server's approval tokens live: the battery
+retries with a token that old at the end of its run and expects a fresh challenge. A TTL longer than the
+battery is willing to wait leaves that check skipped.
+
 `native_statuses` (optional) maps each native appointment status the platform can give a booking to the
 protocol status booking.status must answer; the battery sets each one through the platform's status hook
 (`--status-url`) on a booking of its own and reads it back.
@@ -102,6 +110,8 @@ class Services(_Strict):
     full_prepay: ServiceRef
     unknown_payment: ServiceRef
     verification: VerificationService
+    #: A fixed-price service in the mandate currency reserved for the repricing check (optional).
+    repriced: ServiceRef | None = None
 
     @model_validator(mode="after")
     def _currencies_match_roles(self) -> Services:
@@ -182,6 +192,8 @@ class Fixtures(_Strict):
     services: Services
     #: Native appointment status -> the protocol status booking.status must report for it.
     native_statuses: dict[Id, ProtocolStatus] = Field(default_factory=dict)
+    #: How many seconds the graded server's approval tokens stay valid, when known (optional).
+    approval_ttl_seconds: float | None = Field(default=None, gt=0)
 
     @model_validator(mode="before")
     @classmethod

@@ -33,3 +33,5 @@ class Probe:
     stats_url: str | None = None
     #: The platform's native-status hook (`--status-url`), when given.
     status_url: str | None = None
+    #: The platform's catalog hook that reprices a service (`--catalog-url`), when given.
+    catalog_url: str | None = None

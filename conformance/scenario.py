@@ -1,16 +1,21 @@
-"""The platform hooks: arm outcomes, observe create requests, set native statuses (all optional).
+"""The platform hooks: arm outcomes, observe create requests, set native statuses, reprice a service (all
+optional).
 
 A black-box battery over MCP cannot see the platform behind the server, so a fixture may come with up to
-three test-only HTTP hooks on the platform (documented in docs/conformance.md):
+four test-only HTTP hooks on the platform (documented in docs/conformance.md):
 
 - the scenario URL: `POST <scenario-url>` with JSON `{"organization_id": "<fixture org>", "outcome":
   "slot_taken" | "rate_limited"}`; any 2xx answer means the outcome is armed and the platform's next
   appointment create for that organization consumes it. The battery arms right before the approved retry,
   the first call that reaches the platform's create.
 - the stats URL: `GET <stats-url>` answers a JSON object whose integer `create_requests` counts the
-  appointment-create requests the platform has received for the fixture organization.
+  appointment-create requests the platform has received for the fixture organization, and, optionally,
+  whose integer `appointments` counts the appointments it holds (created, whatever their status).
 - the status URL: `POST <status-url>` with JSON `{"organization_id", "booking_id", "status": "<native>"}`;
   any 2xx answer means the booking now has that native status on the platform.
+- the catalog URL: `POST <catalog-url>` with JSON `{"organization_id", "service_id", "price_amount":
+  "<decimal>"}` (the price in the currency's major unit with its ISO 4217 decimals, "123.45" for USD);
+  any 2xx answer means the service now has that price on the platform, for every later read and create.
 
 Each function answers the value or None on success, else a one-line reason (never raises).
 """
@@ -25,7 +30,7 @@ import httpx2
 
 from osbp.conformance.wire import RATE_LIMIT_PATIENCE, retry_delay
 
-__all__ = ["Outcome", "arm", "create_requests", "set_native_status"]
+__all__ = ["Outcome", "appointments", "arm", "create_requests", "set_native_status", "set_price"]
 
 Outcome = Literal["slot_taken", "rate_limited"]
 
@@ -77,19 +82,39 @@ async def arm(url: str, organization_id: str, outcome: Outcome, *, call_timeout:
     return await _post(url, "scenario URL", body, doing=f"arming {outcome}", call_timeout=call_timeout)
 
 
-async def create_requests(url: str, *, call_timeout: float) -> int | str:
-    """The platform's create-request count for the fixture organization, else why it could not be read."""
+async def _stats(url: str, *, call_timeout: float) -> dict[str, Any] | str:
     response = await _request("GET", url, "stats URL", call_timeout=call_timeout)
     if isinstance(response, str):
         return response
     if response.status_code != 200:
         return f"the stats URL answered HTTP {response.status_code}"
     try:
-        count = response.json().get("create_requests")
-    except (ValueError, AttributeError):
-        count = None
+        stats = response.json()
+    except ValueError:
+        stats = None
+    return stats if isinstance(stats, dict) else "the stats URL did not answer a JSON object"
+
+
+async def create_requests(url: str, *, call_timeout: float) -> int | str:
+    """The platform's create-request count for the fixture organization, else why it could not be read."""
+    stats = await _stats(url, call_timeout=call_timeout)
+    if isinstance(stats, str):
+        return stats
+    count = stats.get("create_requests")
     if type(count) is not int:
         return "the stats URL did not answer a JSON object with an integer create_requests"
+    return count
+
+
+async def appointments(url: str, *, call_timeout: float) -> int | str | None:
+    """The platform's appointment count (the optional `appointments`; None when the stats omit it), else
+    why it could not be read."""
+    stats = await _stats(url, call_timeout=call_timeout)
+    if isinstance(stats, str):
+        return stats
+    count = stats.get("appointments")
+    if count is not None and type(count) is not int:
+        return "the stats URL answered a non-integer appointments"
     return count
 
 
@@ -99,3 +124,11 @@ async def set_native_status(
     """Give the booking the native `status`; None when set, else why not."""
     body = {"organization_id": organization_id, "booking_id": booking_id, "status": status}
     return await _post(url, "status URL", body, doing=f"setting {status!r}", call_timeout=call_timeout)
+
+
+async def set_price(
+    url: str, organization_id: str, service_id: str, price_amount: str, *, call_timeout: float
+) -> str | None:
+    """Give the service the price `price_amount` (major units, e.g. "123.45"); None when set, else why not."""
+    body = {"organization_id": organization_id, "service_id": service_id, "price_amount": price_amount}
+    return await _post(url, "catalog URL", body, doing=f"repricing {service_id}", call_timeout=call_timeout)

@@ -3,7 +3,12 @@
 `self_target()` starts the platform on a loopback port with its test-only surface (through
 `osbp.backend.serving.PlatformServer`, a context manager with `.base_url`) and yields how to start this
 project's MCP server against it, the shipped fixture file, and the platform's hooks: the arm endpoint as the
-scenario URL, the organization's stats as the stats URL, and the native-status endpoint as the status URL.
+scenario URL, the organization's stats as the stats URL, the native-status endpoint as the status URL, and
+the service-change endpoint as the catalog URL.
+
+The server runs with a short approval-token lifetime (:data:`SELF_APPROVAL_TTL_SECONDS`), and the fixture
+file handed to the battery is the shipped one plus that `approval_ttl_seconds`, so the expiry check runs
+without the battery waiting out the reference ten minutes.
 
 The conformance battery never imports the server: it launches it as a subprocess like any other.
 """
@@ -28,6 +33,10 @@ __all__ = ["SelfTarget", "self_target"]
 ARM_PATH = "/_testing/arm"
 STATS_PATH = "/_testing/stats"
 STATUS_PATH = "/_testing/appointment-status"
+CATALOG_PATH = "/_testing/service"
+#: The approval-token lifetime of the graded server: longer than any other check's challenge-to-retry
+#: (a few calls, some of which may wait on the platform), shorter than what the battery waits (~a run).
+SELF_APPROVAL_TTL_SECONDS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +48,7 @@ class SelfTarget:
     scenario_url: str
     stats_url: str
     status_url: str
+    catalog_url: str
 
 
 @contextmanager
@@ -50,9 +60,13 @@ def self_target(settings: BackendSettings | None = None) -> Iterator[SelfTarget]
     """
     base = settings or BackendSettings(db=":memory:", port=0)
     platform = PlatformServer(base.model_copy(update={"enable_testing": True}))
-    fixtures_path = reference_fixtures_path()
-    organization_id = load_fixtures(fixtures_path).organization_id
+    fixtures = load_fixtures(reference_fixtures_path()).model_copy(
+        update={"approval_ttl_seconds": SELF_APPROVAL_TTL_SECONDS}
+    )
+    organization_id = fixtures.organization_id
     with tempfile.TemporaryDirectory(prefix="osbp-conformance-") as state, platform:
+        fixtures_path = Path(state) / "fixtures.json"
+        fixtures_path.write_text(fixtures.model_dump_json(indent=2), encoding="utf-8")
         base_url = str(platform.base_url).rstrip("/")
         # The server reads `OSBP_*` variables (platform base URL, organization, state file, audit log);
         # the state lives in a throwaway directory so a battery run never touches the developer's `.osbp/`.
@@ -62,6 +76,7 @@ def self_target(settings: BackendSettings | None = None) -> Iterator[SelfTarget]
                 "OSBP_ORGANIZATION_ID": organization_id,
                 "OSBP_STATE_PATH": str(Path(state) / "state.db"),
                 "OSBP_AUDIT_LOG_PATH": str(Path(state) / "audit" / "events.jsonl"),
+                "OSBP_APPROVAL_TTL_SECONDS": str(SELF_APPROVAL_TTL_SECONDS),
             }
         )
         yield SelfTarget(
@@ -70,4 +85,5 @@ def self_target(settings: BackendSettings | None = None) -> Iterator[SelfTarget]
             scenario_url=base_url + ARM_PATH,
             stats_url=f"{base_url}{STATS_PATH}?organization_id={organization_id}",
             status_url=base_url + STATUS_PATH,
+            catalog_url=base_url + CATALOG_PATH,
         )

@@ -16,9 +16,10 @@ The idempotency records, approvals and snapshots live in one :class:`~osbp.proto
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
-from osbp.protocol.approval import ApprovalGate, default_token_source
+from osbp.protocol.approval import APPROVAL_TTL, ApprovalGate, default_token_source
 from osbp.protocol.booking import BookingPipeline
 from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.contract import AdapterResult, Failure, Success
@@ -64,6 +65,7 @@ class OsbpCore:
         clock: Clock | None = None,
         token_source: Callable[[], str] = default_token_source,
         idempotency: IdempotencyStore | None = None,
+        approval_ttl: timedelta = APPROVAL_TTL,
     ) -> None:
         if not isinstance(adapter, PlatformAdapter):
             raise TypeError(
@@ -75,7 +77,7 @@ class OsbpCore:
         self._clock = clock or SystemClock()
         self.adapter = adapter
         self.idempotency = idempotency or IdempotencyStore(store, clock=self._clock)
-        self.approvals = ApprovalGate(store, clock=self._clock, token_source=token_source)
+        self.approvals = ApprovalGate(store, clock=self._clock, token_source=token_source, ttl=approval_ttl)
         self._pipeline = BookingPipeline(
             adapter, idempotency=self.idempotency, approvals=self.approvals, clock=self._clock
         )

@@ -9,8 +9,8 @@ The reference adapter is a plain import here. Only a plug-in named by ``--adapte
 (``OSBP_ADAPTER_FACTORY``) is loaded by name: a callable taking :class:`ServerSettings` and returning a
 :class:`~osbp.protocol.port.PlatformAdapter`. Whatever the factory returns is wrapped in
 :class:`~osbp.protocol.core.OsbpCore`, so every adapter gets mandate validation, the approval gate and
-idempotency from the protocol core, on the process's one clock (``--now`` reaches them too), and the
-server never runs an adapter's own create logic.
+idempotency from the protocol core (approval tokens live ``approval_ttl_seconds``), on the process's one
+clock (``--now`` reaches them too), and the server never runs an adapter's own create logic.
 """
 
 from __future__ import annotations
@@ -116,7 +116,8 @@ def compose(settings: ServerSettings) -> Composition | str:
             "PlatformAdapter (it needs organization_id, resolve_booking and place_booking; docs/adapter.md)"
         )
     clock = settings.clock()
-    return Composition(adapter=OsbpCore(adapter, state=state, clock=clock), audit=audit, clock=clock)
+    core = OsbpCore(adapter, state=state, clock=clock, approval_ttl=settings.approval_ttl())
+    return Composition(adapter=core, audit=audit, clock=clock)
 
 
 def _leaf(path: tuple[str, ...]) -> Leaf:

@@ -1,10 +1,10 @@
 """The MCP server process's one settings object: flags first, then ``OSBP_*`` environment variables.
 
-:class:`ServerSettings` holds the server's own settings (audit log, log level, adapter plug-in, frozen
-clock) and nests the adapter's part, :class:`~osbp.adapter.settings.AdapterSettings`, as ``adapter``.
-Every field names its variable and flag once, in a :class:`~osbp.adapter.settings.Setting`; everything
-else is derived from the fields (:func:`settings_of`): the environment reading (each field from its own
-flat ``OSBP_*`` name, nested or not; an empty value counts as unset), the flags of ``osbp mcp``
+:class:`ServerSettings` holds the server's own settings (audit log, log level, adapter plug-in, approval
+token lifetime, frozen clock) and nests the adapter's part, :class:`~osbp.adapter.settings.AdapterSettings`,
+as ``adapter``. Every field names its variable and flag once, in a :class:`~osbp.adapter.settings.Setting`;
+everything else is derived from the fields (:func:`settings_of`): the environment reading (each field from
+its own flat ``OSBP_*`` name, nested or not; an empty value counts as unset), the flags of ``osbp mcp``
 (:mod:`osbp.server.cli`), and the one-line message naming what is missing or which value breaks which
 rule (:func:`describe`).
 
@@ -24,7 +24,7 @@ import os
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -34,6 +34,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from osbp.adapter.settings import AdapterSettings, Setting
+from osbp.protocol.approval import APPROVAL_TTL
 from osbp.protocol.clock import Clock, FixedClock, SystemClock
 from osbp.protocol.timeutil import parse_instant
 from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
@@ -122,6 +123,9 @@ class _Variables(PydanticBaseSettingsSource):
         return nest({path: value for path, value in given.items() if value}, leaves)
 
 
+#: A token is short-lived (the spec): a day at most, which also keeps every expiry instant representable.
+_LONGEST_TTL_SECONDS = 86_400
+_TTL_RULE = f"be a positive number of seconds, at most {_LONGEST_TTL_SECONDS} (a day)"
 _INSTANT = "be an RFC 3339 instant with Z or an offset, like 2030-05-06T13:00:00Z"
 
 
@@ -151,6 +155,16 @@ class ServerSettings(BaseSettings):
         pattern=r"^[\w.]+:\w+$",
         description="a plug-in adapter: module:function building the PlatformAdapter from these settings "
         "(default: the reference adapter)",
+    )
+    approval_ttl_seconds: Annotated[
+        float,
+        Setting("OSBP_APPROVAL_TTL_SECONDS", "--approval-ttl-seconds", _TTL_RULE, "SECONDS"),
+    ] = Field(
+        default=APPROVAL_TTL.total_seconds(),
+        gt=0,
+        le=_LONGEST_TTL_SECONDS,
+        allow_inf_nan=False,
+        description="how long an approval token stays valid after its challenge (default 600: ten minutes)",
     )
     now: Annotated[AwareDatetime | None, Setting("OSBP_NOW", "--now", _INSTANT, "INSTANT")] = Field(
         default=None,
@@ -188,6 +202,10 @@ class ServerSettings(BaseSettings):
         if self._clock is None:
             self._clock = FixedClock(self.now) if self.now is not None else SystemClock()
         return self._clock
+
+    def approval_ttl(self) -> timedelta:
+        """How long an approval token stays valid."""
+        return timedelta(seconds=self.approval_ttl_seconds)
 
     def audit_key_bytes(self) -> bytes | None:
         """The audit key as bytes (UTF-8 of ``OSBP_AUDIT_KEY``), or None for an unkeyed log."""

@@ -4,7 +4,8 @@ It honors the documented hook contracts: `POST .../arm` `{"organization_id", "ou
 writes the outcome to the file the toy reads with `--arm-file`, consumed once; `GET .../stats` answers
 `{"create_requests": n}` from the count the toy keeps in its `--stats-file`; `POST .../appointment-status`
 `{"organization_id", "booking_id", "status"}` records the native status in the JSON the toy reads with
-`--status-file`.
+`--status-file`; `POST .../service` `{"organization_id", "service_id", "price_amount"}` records the
+price (in minor units) in the JSON the toy reads with `--catalog-file`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -30,6 +32,8 @@ class ScenarioEndpoint:
     stats_file: Path | None = None
     status_url: str = ""
     status_file: Path | None = None
+    catalog_url: str = ""
+    catalog_file: Path | None = None
 
 
 def _read_json(path: Path, default: object) -> object:
@@ -45,6 +49,7 @@ def scenario_endpoint(arm_file: Path, organization_id: str = "conformance_co") -
     seen: list[dict[str, object]] = []
     stats_file = arm_file.with_name(arm_file.name + ".creates")
     status_file = arm_file.with_name(arm_file.name + ".statuses.json")
+    catalog_file = arm_file.with_name(arm_file.name + ".catalog.json")
 
     class Handler(BaseHTTPRequestHandler):
         def _answer(self, status: int, body: object = None) -> None:
@@ -67,6 +72,16 @@ def scenario_endpoint(arm_file: Path, organization_id: str = "conformance_co") -
             except ValueError:
                 body = None
             ours = isinstance(body, dict) and body.get("organization_id") == organization_id
+            if self.path.startswith("/_testing/service"):
+                if not (ours and isinstance(body.get("price_amount"), str) and body.get("service_id")):
+                    self._answer(422)
+                    return
+                prices = _read_json(catalog_file, {})
+                assert isinstance(prices, dict)
+                prices[str(body["service_id"])] = int(Decimal(body["price_amount"]) * 100)
+                catalog_file.write_text(json.dumps(prices), encoding="utf-8")
+                self._answer(200, body)
+                return
             if self.path.startswith("/_testing/appointment-status"):
                 if not (ours and body.get("status") in NATIVE_STATUSES and body.get("booking_id")):
                     self._answer(422)
@@ -100,6 +115,8 @@ def scenario_endpoint(arm_file: Path, organization_id: str = "conformance_co") -
             stats_file=stats_file,
             status_url=f"{base}/appointment-status",
             status_file=status_file,
+            catalog_url=f"{base}/service",
+            catalog_file=catalog_file,
         )
     finally:
         server.shutdown()

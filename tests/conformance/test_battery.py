@@ -49,8 +49,9 @@ EXPECTED_FAILURES = {
     "summary_without_timezone": {"summary.timezone"},
     "summary_without_provider": {"summary.provider"},
     "summary_without_location": {"summary.location"},
-    # The price with its currency is part of approval.summary (the service name alone mentions USD).
-    "summary_without_currency": {"approval.summary"},
+    # The price with its currency is part of approval.summary (the service name alone mentions USD), and
+    # the repriced challenge must state its new price the same way.
+    "summary_without_currency": {"approval.summary", "approval.token_summary_bound"},
     "summary_without_payment": {"summary.payment"},
     "summary_without_fees": {"summary.fees"},
     "summary_without_customer_name": {"summary.customer_name"},
@@ -61,6 +62,8 @@ EXPECTED_FAILURES = {
     # every instant graded over the run includes theirs.
     "fixed_offset": {"time.dst_rules", "time.instant_matches_wall_clock"},
     "status_collapsed": {"status.native_mapping"},
+    "token_not_bound_to_summary": {"approval.token_summary_bound"},
+    "token_never_expires": {"approval.token_expired"},
 }
 #: The checks that need a platform hook, SKIP when it is absent.
 HOOKED = {
@@ -68,7 +71,12 @@ HOOKED = {
     "runtime.rate_limited",
     "idempotency.replay_offline",
     "status.native_mapping",
+    "approval.token_summary_bound",
+    # Not a hook but the fixtures' approval_ttl_seconds, which the shipped file leaves out.
+    "approval.token_expired",
 }
+#: The toy's approval-token lifetime in the hooked runs: the battery retries its first token after it.
+TOY_TTL = 1.0
 
 
 def _ids(report: Report, status: Verdict) -> set[str]:
@@ -76,14 +84,22 @@ def _ids(report: Report, status: Verdict) -> set[str]:
 
 
 async def _graded(fixtures: Fixtures, hooks: ScenarioEndpoint, *breaks: str) -> Report:
-    """The toy server, broken by `breaks`, graded with every platform hook."""
-    target = toy_target(hooks.arm_file, *breaks, stats_file=hooks.stats_file, status_file=hooks.status_file)
+    """The toy server, broken by `breaks`, graded with every platform hook and told its token lifetime."""
+    target = toy_target(
+        hooks.arm_file,
+        *breaks,
+        stats_file=hooks.stats_file,
+        status_file=hooks.status_file,
+        catalog_file=hooks.catalog_file,
+        approval_ttl=TOY_TTL,
+    )
     return await run_battery(
         target,
-        fixtures,
+        fixtures.model_copy(update={"approval_ttl_seconds": TOY_TTL}),
         scenario_url=hooks.url,
         stats_url=hooks.stats_url,
         status_url=hooks.status_url,
+        catalog_url=hooks.catalog_url,
     )
 
 
@@ -118,8 +134,9 @@ def test_the_no_mandate_check_set_is_the_whole_matrix_plus_the_refusing_boundari
 
 
 async def test_without_the_platform_hooks_their_checks_are_skipped_not_failed(fixtures):
-    """Platform choice (docs/conformance.md): without --scenario-url, --stats-url and --status-url the checks
-    that need them are skipped, never passed, and the run still passes."""
+    """Platform choice (docs/conformance.md): without --scenario-url, --stats-url, --status-url and
+    --catalog-url (and the fixtures' approval_ttl_seconds) the checks that need them are skipped, never
+    passed, and the run still passes."""
     report = await run_battery(toy_target(), fixtures)
     assert _ids(report, Verdict.SKIP) == HOOKED
     assert _ids(report, Verdict.FAIL) == set()

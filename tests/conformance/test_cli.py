@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from osbp.conformance import CATALOG, reference_fixtures_path
+from osbp.conformance import CATALOG, load_fixtures, reference_fixtures_path
 from osbp.conformance.cli import main
 from tests.support.toy import TOY_SERVER
 
@@ -19,21 +19,27 @@ def _server(*flags: str) -> str:
 
 
 @pytest.mark.integration
-def test_osbp_conformance_grades_the_toy_server_pass_with_exit_0(scenario):
+def test_osbp_conformance_grades_the_toy_server_pass_with_exit_0(scenario, tmp_path):
     """Platform choice (docs/conformance.md): one line per check under its spec section, the final PASS line,
-    exit status 0 when nothing failed; the three platform hooks are flags."""
+    exit status 0 when nothing failed; the four platform hooks are flags, the token lifetime a fixture."""
     toy = _server(
         "--arm-file", str(scenario.arm_file),
         "--stats-file", str(scenario.stats_file),
         "--status-file", str(scenario.status_file),
+        "--catalog-file", str(scenario.catalog_file),
+        "--approval-ttl", "1",
     )  # fmt: skip
+    fixtures = tmp_path / "fixtures.json"
+    timed = load_fixtures(reference_fixtures_path()).model_copy(update={"approval_ttl_seconds": 1})
+    fixtures.write_text(timed.model_dump_json(), encoding="utf-8")
     command = [
         sys.executable, "-m", "osbp", "conformance",
         "--server", toy,
-        "--fixtures", str(reference_fixtures_path()),
+        "--fixtures", str(fixtures),
         "--scenario-url", scenario.url,
         "--stats-url", scenario.stats_url,
         "--status-url", scenario.status_url,
+        "--catalog-url", scenario.catalog_url,
         "--timeout", "10",
     ]  # fmt: skip
     run = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
@@ -60,6 +66,8 @@ def test_json_output_of_a_broken_server_exits_1_naming_the_failed_check(capsys):
         "runtime.rate_limited",
         "idempotency.replay_offline",
         "status.native_mapping",
+        "approval.token_summary_bound",
+        "approval.token_expired",
     }
 
 

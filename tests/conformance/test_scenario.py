@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from osbp.conformance.scenario import arm, create_requests, set_native_status
+from osbp.conformance.scenario import appointments, arm, create_requests, set_native_status, set_price
 from tests.conformance.arming import scenario_endpoint
 
 pytestmark = pytest.mark.anyio
@@ -67,3 +67,28 @@ async def test_the_status_hook_sets_a_native_status_or_says_why_not(tmp_path):
         assert endpoint.status_file is not None
         assert endpoint.status_file.read_text(encoding="utf-8") == '{"appt_1": "cancelled"}'
     assert refused == "the status URL answered HTTP 422 when setting 'cancelled'"
+
+
+async def test_the_catalog_hook_reprices_a_service_or_says_why_not(tmp_path):
+    """Platform choice (docs/conformance.md): POST <catalog-url> {organization_id, service_id, price_amount};
+    2xx means repriced."""
+    with scenario_endpoint(tmp_path / "armed") as endpoint:
+        repriced = await set_price(
+            endpoint.catalog_url, "conformance_co", "conformance_repriced", "123.45", call_timeout=5
+        )
+        refused = await set_price(
+            endpoint.catalog_url, "elsewhere", "conformance_repriced", "1.00", call_timeout=5
+        )
+        assert endpoint.catalog_file is not None
+        assert endpoint.catalog_file.read_text(encoding="utf-8") == '{"conformance_repriced": 12345}'
+    assert repriced is None
+    assert refused == "the catalog URL answered HTTP 422 when repricing conformance_repriced"
+
+
+async def test_the_appointment_count_is_optional_in_the_stats(tmp_path):
+    """Platform choice (docs/conformance.md): `appointments` is optional; its absence is None, not an
+    error."""
+    with scenario_endpoint(tmp_path / "armed") as endpoint:
+        assert await appointments(endpoint.stats_url, call_timeout=5) is None
+        missing = await appointments(endpoint.url.replace("/arm", "/missing"), call_timeout=5)
+    assert missing == "the stats URL answered HTTP 404"

@@ -39,6 +39,7 @@ async def test_this_projects_server_passes_every_check_twice_in_a_row_against_on
                 scenario_url=own.scenario_url,
                 stats_url=own.stats_url,
                 status_url=own.status_url,
+                catalog_url=own.catalog_url,
             )
             for _ in range(2)
         ]

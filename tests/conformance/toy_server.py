@@ -2,12 +2,15 @@
 conformance battery can pass, and, with `--break <name>`, that it can fail.
 
     python toy_server.py [--break NAME] [--arm-file PATH] [--stats-file PATH] [--status-file PATH]
+                         [--catalog-file PATH] [--approval-ttl SECONDS]
 
 The platform matches `conformance/fixture_files/osbp-reference.json`. `--arm-file` names a file whose content
 (`slot_taken` or `rate_limited`), when present, fails the next approved create once and is removed: the
 tests' scenario endpoint writes it. `--stats-file` is where the toy counts the creates that reach its
 platform; `--status-file` is a JSON object of native statuses by booking id (the tests' hooks read and
-write them). Broken variants:
+write them); `--catalog-file` is a JSON object of prices (minor units) by service id that overrides the
+built-in ones, read on every call. `--approval-ttl` makes approval tokens expire that many seconds after
+their challenge (default: never, as the fixtures name no lifetime). Broken variants:
 
     no_mandate_check       books without validating the mandate (the approval gate still runs)
     jpy_cents              reports JPY prices x100, as if the currency had cents
@@ -20,6 +23,8 @@ write them). Broken variants:
     wrong_code_accepted    books with any verification code
     fixed_offset           converts wall-clock to instants with a fixed UTC-04:00 offset, ignoring DST
     status_collapsed       reports every native status as booked
+    token_not_bound_to_summary  accepts a token after the price in its summary changed
+    token_never_expires    accepts a token whatever its age
 
 Deliberately self-contained (no import from the project or the battery), so it grades nothing by sharing
 code with the grader.
@@ -28,10 +33,12 @@ code with the grader.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import hashlib
 import json
 import secrets
+import time
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -56,6 +63,8 @@ BREAKS = (
     "wrong_code_accepted",
     "fixed_offset",
     "status_collapsed",
+    "token_not_bound_to_summary",
+    "token_never_expires",
 )
 #: Native status -> protocol status (the fixtures' native_statuses).
 NATIVE_STATUSES = {
@@ -109,6 +118,7 @@ SERVICES = {
     "conformance_full_prepay": Service("Full prepayment", 9500, payment="full_prepay"),
     "conformance_unknown_payment": Service("Unknown payment requirement", 9500, payment="unknown"),
     "conformance_verification": Service("SMS verification", 9500, verification="sms"),
+    "conformance_repriced": Service("Repriced fixture", 9500),
 }
 DURATION = dt.timedelta(minutes=45)
 
@@ -130,13 +140,17 @@ class Toy:
         arm_file: Path | None,
         stats_file: Path | None = None,
         status_file: Path | None = None,
+        catalog_file: Path | None = None,
+        approval_ttl: float | None = None,
     ) -> None:
         self.breaks, self.arm_file = breaks, arm_file
-        self.stats_file, self.status_file = stats_file, status_file
+        self.stats_file, self.status_file, self.catalog_file = stats_file, status_file, catalog_file
+        self.approval_ttl = approval_ttl
         with resources.files("tzdata.zoneinfo").joinpath("America", "New_York").open("rb") as data:
             self.tz = ZoneInfo.from_file(data, key="America/New_York")
         self.receipts: dict[str, tuple[str, dict[str, Any]]] = {}
-        self.tokens: dict[str, str] = {}
+        #: token -> (payload digest, summary shown, when issued on time.monotonic()).
+        self.tokens: dict[str, tuple[str, str, float]] = {}
         self.bookings: dict[str, dict[str, Any]] = {}
 
     # --- envelopes -------------------------------------------------------------------------------------
@@ -168,7 +182,11 @@ class Toy:
     def service(self, service_id: str | None) -> Service:
         if service_id not in SERVICES:
             raise Fail("service_not_found", f"No service {service_id!r}.")
-        return SERVICES[service_id]
+        service = SERVICES[service_id]
+        if self.catalog_file is not None and self.catalog_file.exists():
+            prices = json.loads(self.catalog_file.read_text(encoding="utf-8"))
+            service = dataclasses.replace(service, amount=prices.get(service_id, service.amount))
+        return service
 
     def money(self, amount: int | None, currency: str, kind: str = "fixed") -> dict[str, Any]:
         if amount is None:
@@ -346,6 +364,18 @@ class Toy:
         dropped = {name.removeprefix("summary_without_") for name in self.breaks}
         return " ".join(text for name, text in parts.items() if text and name not in dropped)
 
+    def approves(self, token: str, digest: str, summary: str) -> bool:
+        """Whether `token` was issued for this payload and summary and has not expired."""
+        if token not in self.tokens:
+            return False
+        issued_for, shown, issued_at = self.tokens[token]
+        expired = self.approval_ttl is not None and time.monotonic() - issued_at > self.approval_ttl
+        return (
+            issued_for == digest
+            and (shown == summary or "token_not_bound_to_summary" in self.breaks)
+            and (not expired or "token_never_expires" in self.breaks)
+        )
+
     def count_platform_create(self) -> None:
         if self.stats_file is not None:
             count = int(self.stats_file.read_text(encoding="utf-8")) if self.stats_file.exists() else 0
@@ -378,10 +408,10 @@ class Toy:
             self.validate(args["mandate"], args, service)
         approval = args.get("approval") or {}
         token = str(approval.get("token"))
-        if approval.get("confirmed") is not True or self.tokens.get(token) != digest:
+        summary = self.summary(args, service)
+        if approval.get("confirmed") is not True or not self.approves(token, digest, summary):
             token = secrets.token_urlsafe(16)
-            self.tokens[token] = digest
-            summary = self.summary(args, service)
+            self.tokens[token] = (digest, summary, time.monotonic())
             retry = f'Retry booking.create with the same payload and approval.token="{token}".'
             raise Fail("requires_user_confirmation", f"{summary} {retry}", True)
         self.count_platform_create()
@@ -525,8 +555,18 @@ def main() -> None:
     parser.add_argument("--arm-file", type=Path)
     parser.add_argument("--stats-file", type=Path)
     parser.add_argument("--status-file", type=Path)
+    parser.add_argument("--catalog-file", type=Path)
+    parser.add_argument("--approval-ttl", type=float)
     args = parser.parse_args()
-    server = build(Toy(set(args.breaks), args.arm_file, args.stats_file, args.status_file))
+    toy = Toy(
+        set(args.breaks),
+        args.arm_file,
+        args.stats_file,
+        args.status_file,
+        catalog_file=args.catalog_file,
+        approval_ttl=args.approval_ttl,
+    )
+    server = build(toy)
     if "stdout_noise" in args.breaks:
         print("toy OSBP server starting", flush=True)  # noqa: T201 - the deliberate stdout noise
     server.run()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -34,6 +34,7 @@ def test_every_documented_variable_reaches_its_setting(monkeypatch: pytest.Monke
         "OSBP_LOG_LEVEL": "DEBUG",
         "OSBP_ADAPTER_FACTORY": "tests.support.memory_adapter:build_memory_adapter",
         "OSBP_NOW": "2030-05-06T13:00:00Z",
+        "OSBP_APPROVAL_TTL_SECONDS": "7.5",
     }
     for name, value in documented.items():
         monkeypatch.setenv(name, value)
@@ -54,6 +55,7 @@ def test_every_documented_variable_reaches_its_setting(monkeypatch: pytest.Monke
     assert settings.log_level == "DEBUG"
     assert settings.adapter_factory == "tests.support.memory_adapter:build_memory_adapter"
     assert settings.now == datetime(2030, 5, 6, 13, 0, tzinfo=UTC)
+    assert settings.approval_ttl() == timedelta(seconds=7.5)
     assert "sk_from_env" not in repr(settings)
 
 
@@ -94,6 +96,7 @@ def test_the_flags_are_the_documented_ones_each_naming_its_variable() -> None:
         "--audit-log-path",
         "--log-level",
         "--adapter",
+        "--approval-ttl-seconds",
         "--now",
     }
     assert options["--platform-url"].endswith("[OSBP_PLATFORM_BASE_URL]")
@@ -115,3 +118,26 @@ def test_a_rejected_secret_is_described_without_its_value(monkeypatch: pytest.Mo
     with pytest.raises(ValidationError) as caught:
         ServerSettings(adapter={"platform_base_url": URL, "organization_id": ORG})
     assert describe(caught.value) == "invalid configuration: OSBP_AUDIT_KEY must be at least 32 characters"
+
+
+def test_approval_tokens_live_ten_minutes_unless_configured() -> None:
+    """OSBP spec, booking.create: "A token expires after a short TTL; the reference gate uses ten minutes"."""
+    settings = ServerSettings(adapter={"platform_base_url": URL, "organization_id": ORG})
+    assert settings.approval_ttl() == timedelta(minutes=10)
+    assert ServerSettings(
+        adapter={"platform_base_url": URL, "organization_id": ORG}, approval_ttl_seconds=5
+    ).approval_ttl() == timedelta(seconds=5)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "ten", "nan", "inf", "86401"])
+def test_a_token_lifetime_that_is_not_a_positive_number_is_one_clear_line(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """Platform choice (docs/server.md): a bad OSBP_APPROVAL_TTL_SECONDS is named with its rule."""
+    monkeypatch.setenv("OSBP_APPROVAL_TTL_SECONDS", value)
+    with pytest.raises(ValidationError) as caught:
+        ServerSettings(adapter={"platform_base_url": URL, "organization_id": ORG})
+    assert describe(caught.value) == (
+        "invalid configuration: --approval-ttl-seconds / OSBP_APPROVAL_TTL_SECONDS must be a positive number"
+        f" of seconds, at most 86400 (a day) (got {value!r})"
+    )

@@ -168,7 +168,6 @@ MUTANTS: tuple[Mutant, ...] = (
         "core",
         "the approval token survives a change of the summary the user saw",
         "approval.token_summary_bound",
-        awaits="a scenario outcome that changes the slot's facts (price) between challenge and retry",
     ),
     _m(
         "token_reusable_after_success",
@@ -181,7 +180,6 @@ MUTANTS: tuple[Mutant, ...] = (
         "core",
         "approval tokens never expire",
         "approval.token_expired",
-        awaits="a clock hook to age a token past its lifetime",
     ),
     # Idempotency.
     _m(

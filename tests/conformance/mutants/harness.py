@@ -3,6 +3,11 @@
 All runs share one platform (:func:`~tests.conformance.mutants.platform.shared_platform`); each server
 process gets its own state directory and its own platform prefix, and a small pool runs them
 concurrently (the machine has two cores). Every run is the public, black-box ``run_battery`` over stdio.
+
+Every server runs with the short approval-token lifetime ``--self`` uses. Only the runs that grade token
+expiry (the right server, and a mutant whose rule ``approval.token_expired`` names) are told it in their
+fixtures: that check waits the lifetime out, and a kill only ever counts the checks naming the mutant's
+rule, so the other runs skip it without losing a cell of the matrix.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from osbp.conformance import (
     run_battery,
     server_env,
 )
+from osbp.conformance.self_target import SELF_APPROVAL_TTL_SECONDS
 from tests.conformance.mutants.adapters import MUTANT_ENV
 from tests.conformance.mutants.catalog import MUTANTS, Mutant
 from tests.conformance.mutants.platform import run_base_url, shared_platform
@@ -40,6 +46,9 @@ _PLUGIN = "tests.conformance.mutants.adapters:build"
 #: The platform's test-only hooks (docs/backend-api.md), relative to a run's base URL.
 _STATS = "/_testing/stats"
 _STATUS = "/_testing/appointment-status"
+_CATALOG = "/_testing/service"
+#: The one check that waits out the token lifetime.
+_EXPIRY = "approval.token_expired"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +101,7 @@ def _outcome(name: str, report: Report) -> Outcome:
 async def run_matrix(mutants: Sequence[Mutant] = MUTANTS, *, workers: int = 2) -> MatrixRun:
     """Grade the right server and ``mutants`` against one shared platform, ``workers`` at a time."""
     fixtures = load_fixtures(reference_fixtures_path())
+    timed = fixtures.model_copy(update={"approval_ttl_seconds": SELF_APPROVAL_TTL_SECONDS})
     accepted = inspect.signature(run_battery).parameters
     limiter = anyio.CapacityLimiter(workers)
     outcomes: dict[str, Outcome] = {}
@@ -108,16 +118,18 @@ async def run_matrix(mutants: Sequence[Mutant] = MUTANTS, *, workers: int = 2) -
                         "OSBP_ORGANIZATION_ID": fixtures.organization_id,
                         "OSBP_STATE_PATH": str(Path(state) / name / "state.db"),
                         "OSBP_AUDIT_LOG_PATH": str(Path(state) / name / "audit" / "events.jsonl"),
+                        "OSBP_APPROVAL_TTL_SECONDS": str(SELF_APPROVAL_TTL_SECONDS),
                         "PYTHONPATH": str(REPO),
                         **extra,
                     }
                 )
                 # The optional platform hooks this battery knows, each on the run's own prefix.
-                hooks = {"stats_url": _STATS, "status_url": _STATUS}
+                hooks = {"stats_url": _STATS, "status_url": _STATUS, "catalog_url": _CATALOG}
                 options: dict[str, Any] = {k: base + path for k, path in hooks.items() if k in accepted}
+                expiring = mutant is None or mutant.named_by(_EXPIRY)
                 report = await run_battery(
                     ServerTarget(command, env=env, cwd=str(REPO)),
-                    fixtures,
+                    timed if expiring else fixtures,
                     scenario_url=base + "/_testing/arm",
                     **options,
                 )
