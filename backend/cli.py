@@ -145,14 +145,14 @@ def main(argv: Sequence[str]) -> int:
 
     from osbp.backend.app import create_app
     from osbp.backend.logs import configure_logging, logger
-    from osbp.backend.serving import ReadyServer, bind_socket, uvicorn_config
+    from osbp.backend.serving import ReadyServer, bind_socket, http_url, uvicorn_config
 
     try:
         sock = bind_socket(settings.host, settings.port)
     except OSError as error:  # socket.gaierror included: an unknown host name
         return _fail(_bind_failure(error, settings, args))
     configure_logging(settings.log_level)
-    base_url = f"http://{settings.host}:{sock.getsockname()[1]}"
+    base_url = http_url(settings.host, sock.getsockname()[1])
     try:
         app = create_app(settings)
     except (OSError, OperationalError) as error:  # the database file cannot be created or opened

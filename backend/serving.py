@@ -40,6 +40,11 @@ class ReadyServer(uvicorn.Server):
             self._on_ready()
 
 
+def http_url(host: str, port: int) -> str:
+    """The platform's base URL on ``host``:``port``; an IPv6 literal is bracketed (RFC 3986 section 3.2.2)."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def bind_socket(host: str, port: int) -> socket.socket:
     """A listening TCP socket on (host, port); port 0 picks a free one."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -104,7 +109,7 @@ class PlatformServer:
         """`http://127.0.0.1:<port>` once started."""
         if self._server is None:
             raise RuntimeError("PlatformServer is not running")
-        return f"http://{self.settings.host}:{self.port}"
+        return http_url(self.settings.host, self.port)
 
     @property
     def runtime(self) -> Runtime:

@@ -128,8 +128,12 @@ def test_ctrl_c_stops_the_cli_quietly_with_the_sigint_status():
     assert "Traceback" not in stderr
 
 
-def test_cli_announces_its_ephemeral_port_and_logs_json_with_request_ids():
-    """Platform choice: `--port 0` prints one ready line; stderr logs are JSON lines with request ids."""
+@pytest.mark.parametrize(
+    ("host", "url_prefix"), [("127.0.0.1", "http://127.0.0.1:"), ("::1", "http://[::1]:")]
+)
+def test_cli_announces_its_ephemeral_port_and_logs_json_with_request_ids(host: str, url_prefix: str):
+    """Platform choice: `--port 0` prints one ready line with a usable base URL (an IPv6 literal in
+    brackets, RFC 3986 section 3.2.2); stderr logs are JSON lines with request ids."""
     command = [
         sys.executable,
         "-m",
@@ -137,6 +141,8 @@ def test_cli_announces_its_ephemeral_port_and_logs_json_with_request_ids():
         "backend",
         "--db",
         ":memory:",
+        "--host",
+        host,
         "--port",
         "0",
         "--now",
@@ -149,7 +155,7 @@ def test_cli_announces_its_ephemeral_port_and_logs_json_with_request_ids():
     try:
         ready = json.loads(lines.get(timeout=30))
         assert ready["event"] == "ready"
-        assert ready["base_url"].startswith("http://127.0.0.1:")
+        assert ready["base_url"].startswith(url_prefix)
         response = httpx2.get(
             ready["base_url"] + f"/api/organizations/carolyns_dental/availability?service_id="
             f"carolyns_dental_cleaning&date={DAY}"
