@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
+import anyio
+
 from osbp.adapter.reference import build_platform_adapter
 from osbp.protocol.clock import Clock
 from osbp.protocol.contract import BookingAdapter
@@ -111,6 +113,7 @@ def compose(settings: ServerSettings) -> Composition | str:
         return f"the adapter factory failed: {type(error).__name__}: {error}"
     if not isinstance(adapter, PlatformAdapter):
         audit.close()
+        _close_refused(adapter)
         return (
             f"--adapter / OSBP_ADAPTER_FACTORY: {plugin!r} returned a {type(adapter).__name__}, not a "
             "PlatformAdapter (it needs organization_id, resolve_booking and place_booking; docs/adapter.md)"
@@ -118,6 +121,18 @@ def compose(settings: ServerSettings) -> Composition | str:
     clock = settings.clock()
     core = OsbpCore(adapter, state=state, clock=clock, approval_ttl=settings.approval_ttl())
     return Composition(adapter=core, audit=audit, clock=clock)
+
+
+def _close_refused(adapter: object) -> None:
+    """Close what a refused plug-in opened (its HTTP client, files), if it can be closed."""
+    aclose = getattr(adapter, "aclose", None)
+    if not callable(aclose):
+        return
+    try:
+        anyio.run(aclose)
+    except Exception:
+        # Foreign code failing to close: logged, and the start-up still fails with its own one line.
+        logger.exception("refused_adapter_close_failed")
 
 
 def _leaf(path: tuple[str, ...]) -> Leaf:

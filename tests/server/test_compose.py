@@ -100,6 +100,31 @@ def seven_method_factory(settings: ServerSettings) -> Any:
     return OsbpCore(build_memory_adapter(settings), state=settings.adapter.state_path)
 
 
+#: Whether the refused plug-in below was closed.
+CLOSED: list[bool] = []
+
+
+class _NotAPort:
+    """Something a plug-in returns that is no platform adapter, but holds resources."""
+
+    async def aclose(self) -> None:
+        CLOSED.append(True)
+
+
+def not_a_port_factory(settings: ServerSettings) -> Any:
+    """A plug-in returning an object that is not a PlatformAdapter but has an aclose."""
+    return _NotAPort()
+
+
+def test_a_refused_plugin_is_closed_before_the_one_line_refusal(tmp_path):
+    """Platform choice: what a refused plug-in opened (clients, files) is closed, not leaked."""
+    CLOSED.clear()
+    outcome = compose(settings_in(tmp_path, adapter_factory=f"{HERE}:not_a_port_factory"))
+    assert isinstance(outcome, str)
+    assert "returned a _NotAPort, not a PlatformAdapter" in outcome
+    assert CLOSED == [True]
+
+
 def test_a_plugin_that_is_not_a_platform_adapter_is_refused_in_one_line(tmp_path):
     """OSBP spec, Adapter Contract: the core enforces the mandate, so a plug-in must be a platform port."""
     outcome = compose(settings_in(tmp_path, adapter_factory=f"{HERE}:seven_method_factory"))
