@@ -19,21 +19,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 from osbp.adapter import translate
 from osbp.adapter.native import NativeOrganization, NativeSlot
 from osbp.protocol.models import RuntimeDiagnostics, Slot
 from osbp.protocol.timeutil import format_wall_clock, parse_wall_clock
 
-__all__ = ["DEFAULT_LIMIT", "Page", "display_once", "page", "page_native"]
+__all__ = ["DEFAULT_LIMIT", "Page", "display_once", "page"]
 
 #: Slots per answer when the input names no ``limit``: the busiest seeded day's first page stays within
 #: about 12 KB of JSON (a few thousand tokens of agent context).
 DEFAULT_LIMIT = 12
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,49 +58,32 @@ class Page:
         )
 
 
-def page(slots: Sequence[Slot], *, earliest_start: str | None, limit: int | None) -> Page:
-    """The page of ``slots`` starting at or after ``earliest_start`` (a valid wall-clock, or ``None``)."""
-    chosen, total, next_start = _window(slots, lambda slot: slot.starts_at_local, earliest_start, limit)
-    return Page(slots=display_once(chosen), total=total, next_start=next_start)
-
-
-def page_native(
+def page(
     natives: Sequence[NativeSlot],
     organization: NativeOrganization,
     *,
     earliest_start: str | None,
     limit: int | None,
 ) -> Page:
-    """:func:`page` of the native slots' translations, translating only the slots the page shows."""
-    # The page is chosen on the native slots' own wall-clock starts (the translation's starts_at_local),
-    # so a busy day's later slots cost nothing to leave out.
-    starts = {id(native): translate.wall_clock(native.date, native.time) for native in natives}
-    chosen, total, next_start = _window(natives, lambda native: starts[id(native)], earliest_start, limit)
-    return Page(slots=display_once(translate.slots(chosen, organization)), total=total, next_start=next_start)
-
-
-def _window(
-    items: Sequence[T], start_of: Callable[[T], str], earliest_start: str | None, limit: int | None
-) -> tuple[list[T], int, str | None]:
-    """One page of ``items`` by wall-clock start: its items, how many from the bound on, the next start."""
-    # Every start is written YYYY-MM-DDTHH:MM:SS, so text order is time order; the sort is stable, so items
-    # sharing a start keep the platform's order.
-    ordered = sorted(items, key=start_of)
+    """The page of ``natives`` starting at or after ``earliest_start``, translating only what it shows."""
+    # The page is chosen on the native slots' own wall-clock starts (the translation's starts_at_local,
+    # written YYYY-MM-DDTHH:MM:SS, so text order is time order), so a busy day's later slots cost nothing
+    # to leave out. The sort is stable: slots sharing a start keep the platform's order.
+    ordered = sorted(
+        ((translate.wall_clock(native.date, native.time), native) for native in natives),
+        key=lambda pair: pair[0],
+    )
     cut = parse_wall_clock(earliest_start) if earliest_start is not None else None
     if cut is not None:
         # Whole seconds: a start in the same second as a fractional bound is before it, so round up.
         floor = format_wall_clock(cut)
-        ordered = [
-            item
-            for item in ordered
-            if start_of(item) > floor or (start_of(item) == floor and not cut.microsecond)
-        ]
-    size = limit or DEFAULT_LIMIT
-    end = min(size, len(ordered))
-    while 0 < end < len(ordered) and start_of(ordered[end]) == start_of(ordered[end - 1]):
+        ordered = [pair for pair in ordered if pair[0] > floor or (pair[0] == floor and not cut.microsecond)]
+    end = min(limit or DEFAULT_LIMIT, len(ordered))
+    while 0 < end < len(ordered) and ordered[end][0] == ordered[end - 1][0]:
         end += 1
-    next_start = start_of(ordered[end]) if end < len(ordered) else None
-    return ordered[:end], len(ordered), next_start
+    next_start = ordered[end][0] if end < len(ordered) else None
+    shown = translate.slots([native for _, native in ordered[:end]], organization)
+    return Page(slots=display_once(shown), total=len(ordered), next_start=next_start)
 
 
 def display_once(slots: Sequence[Slot]) -> list[Slot]:

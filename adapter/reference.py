@@ -32,7 +32,7 @@ from functools import partial
 import httpx2
 
 from osbp.adapter import translate
-from osbp.adapter.availability import page_native
+from osbp.adapter.availability import page
 from osbp.adapter.booking import BookwellBooking
 from osbp.adapter.bookwell import PLATFORM, VERSION_HEADER, BookwellApi
 from osbp.adapter.problems import (
@@ -151,9 +151,7 @@ class ReferenceAdapter:
                 return Failure(availability)
             if isinstance(organization, Problem):
                 return Failure(organization)
-            found = page_native(
-                availability.slots, organization, earliest_start=inp.earliest_start, limit=inp.limit
-            )
+            found = page(availability.slots, organization, earliest_start=inp.earliest_start, limit=inp.limit)
             return Success(found.slots, runtime=found.notice)
 
         return await at_edge(work)
