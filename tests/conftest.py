@@ -5,9 +5,12 @@ examples every time; locally it keeps exploring new ones, which is where a rare 
 """
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
+
+from tests.support.postgres import PostgresServer, database, start_server, unavailable_reason
 
 settings.register_profile("ci", derandomize=True, deadline=None)
 settings.register_profile("dev", deadline=None)
@@ -18,3 +21,26 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 def anyio_backend() -> str:
     """Async tests run on asyncio, the event loop the MCP SDK and the servers run on."""
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL cluster for the session, started on first use and stopped at the end.
+
+    Where none can run, the tests that use it skip with one line, except under CI, where that fails
+    the run: PostgreSQL must never silently stop being tested.
+    """
+    reason = unavailable_reason()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI requires PostgreSQL: {reason}", pytrace=False)
+        pytest.skip(reason)
+    with start_server() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """The URL of a fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    with database(postgres_server) as url:
+        yield url
