@@ -6,7 +6,9 @@ traffic. A trigger on each catalog table bumps one revision counter on every ins
 whichever connection makes it (the API, a reset, an operator's own SQL). A catalog read takes the counter
 in the same read transaction as the rows it would render: an answer rendered at that revision is served
 again as is, anything else is rendered afresh. A cached answer is therefore never older than the data
-the same transaction sees, and no code path has to remember to invalidate anything.
+the same transaction sees, and no code path has to remember to invalidate anything. The counter, a
+random per-database epoch and the triggers are made by the schema migrations (one per engine), so every
+process on one database sees the same revision.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from sqlalchemy import Connection, text
 from sqlmodel import Session
 
 __all__ = [
@@ -22,47 +23,10 @@ __all__ = [
     "CatalogCache",
     "catalog_revision",
     "catalog_version",
-    "install_catalog_revision",
 ]
 
-#: The tables whose rows make up catalog answers.
+#: The tables whose rows make up catalog answers (each has the revision-bumping triggers).
 CATALOG_TABLES = ("organization", "location", "provider", "service")
-
-_REVISION_TABLE = """
-CREATE TABLE IF NOT EXISTS catalog_revision (
-    id       INTEGER PRIMARY KEY CHECK (id = 1),
-    revision INTEGER NOT NULL
-)
-"""
-
-# The counter restarts with every new database, so a random epoch, drawn once per database file, makes
-# the published version unique across databases (a platform restarted on a fresh one never repeats it).
-_EPOCH_TABLE = """
-CREATE TABLE IF NOT EXISTS catalog_epoch (
-    id    INTEGER PRIMARY KEY CHECK (id = 1),
-    epoch TEXT NOT NULL
-)
-"""
-
-
-def _trigger(table: str, event: str) -> str:
-    # table and event are this module's constants, never request data.
-    name = f"{table}_{event.lower()}_bumps_catalog_revision"
-    bump = "UPDATE catalog_revision SET revision = revision + 1 WHERE id = 1"
-    return f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON {table} BEGIN {bump}; END"
-
-
-def install_catalog_revision(connection: Connection) -> None:
-    """Create the revision counter and its triggers if missing (after the catalog tables exist)."""
-    connection.execute(text(_REVISION_TABLE))
-    connection.execute(text("INSERT OR IGNORE INTO catalog_revision (id, revision) VALUES (1, 0)"))
-    connection.execute(text(_EPOCH_TABLE))
-    connection.execute(
-        text("INSERT OR IGNORE INTO catalog_epoch (id, epoch) VALUES (1, lower(hex(randomblob(6))))")
-    )
-    for table in CATALOG_TABLES:
-        for event in ("INSERT", "UPDATE", "DELETE"):
-            connection.execute(text(_trigger(table, event)))
 
 
 def _one_value(session: Session, query: str) -> object:

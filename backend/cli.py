@@ -97,7 +97,7 @@ def _describe(error: ValidationError, args: argparse.Namespace) -> str:
         message = str(item["msg"])
         message = message[:1].lower() + message[1:]
         # Our own messages say what to do; pydantic's get the field's description as the hint.
-        own = item["type"] in {"non_loopback_host", "rfc3339_instant", "trusted_proxy"}
+        own = item["type"] in {"non_loopback_host", "rfc3339_instant", "trusted_proxy", "database_url"}
         hint = "" if own else f" ({BackendSettings.model_fields[field].description})"
         parts.append(f"{_source(field, args)}: {message}{hint}")
     return "; ".join(parts)

@@ -1,32 +1,28 @@
-"""The database: one SQLAlchemy engine over SQLite, and read and write transactions.
+"""The database: one SQLAlchemy engine (SQLite or PostgreSQL), and read and write transactions.
 
-A file database runs in WAL mode with a busy timeout so contending writers wait instead of failing.
-Write transactions start with `BEGIN IMMEDIATE`, taking SQLite's write lock before the first read, so a
-read-then-write (check the slot, then insert) can never interleave with another writer. `:memory:` (unit
-tests) shares one connection guarded by a lock.
+Which engine, and how each one keeps writers apart, lives in `osbp.backend.dialects`. On SQLite a file
+database runs in WAL mode with a busy timeout so contending writers wait instead of failing, and write
+transactions start with `BEGIN IMMEDIATE`, taking the write lock before the first read, so a
+read-then-write (check the slot, then insert) can never interleave with another writer; `:memory:` (unit
+tests) shares one connection guarded by a lock. On PostgreSQL a write that re-checks before it inserts
+takes advisory locks on what it re-checks (`dialects.serialise`). The schema comes from the migrations
+(`osbp.backend.schema`).
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from pathlib import Path
-from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel
 
 from osbp.backend import models  # noqa: F401  registers the tables on SQLModel.metadata
 from osbp.backend.catalog_snapshot import CATALOG_READER, READ_ONLY
+from osbp.backend.database_url import parse_database
+from osbp.backend.dialects import BUSY_TIMEOUT_MS, build_engine, reader, writer
 
 __all__ = ["BUSY_TIMEOUT_MS", "Database"]
-
-#: How long a writer waits for SQLite's lock before giving up.
-BUSY_TIMEOUT_MS = 30_000
 
 
 class Database:
@@ -34,31 +30,14 @@ class Database:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.in_memory = path == ":memory:"
-        if self.in_memory:
-            self.engine: Engine = create_engine(
-                "sqlite://", connect_args={"check_same_thread": False}, poolclass=StaticPool
-            )
-            # One shared connection: serialise whole transactions through it.
-            self._lock: threading.RLock | None = threading.RLock()
-        else:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            self.engine = create_engine(
-                f"sqlite:///{path}",
-                connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
-                pool_size=16,
-                max_overflow=48,
-                pool_timeout=60,
-            )
-            self._lock = None
-        event.listen(self.engine, "connect", _on_connect)
-        event.listen(self.engine, "begin", _on_begin)
-        self._writer = self.engine.execution_options(sqlite_begin="IMMEDIATE")
-
-    def create_all(self) -> None:
-        """Create the tables and indexes if missing."""
-        with self._guard():
-            SQLModel.metadata.create_all(self.engine)
+        self.url = parse_database(path)
+        self.in_memory = self.url.in_memory
+        self.kind = self.url.kind
+        self.engine = build_engine(self.url)
+        # In memory, one shared connection: serialise whole transactions through it.
+        self._lock: threading.RLock | None = threading.RLock() if self.in_memory else None
+        self._reader = reader(self.engine)
+        self._writer = writer(self.engine)
 
     def clear(self, session: Session) -> None:
         """Delete every row, children before parents (reset to seeds starts here)."""
@@ -71,14 +50,14 @@ class Database:
 
         Marked read-only in ``session.info``, so catalog lookups may answer from the catalog snapshot.
         """
-        with self._guard(), Session(self.engine, expire_on_commit=False, info={READ_ONLY: True}) as session:
+        with self._guard(), Session(self._reader, expire_on_commit=False, info={READ_ONLY: True}) as session:
             yield session
 
     @contextmanager
     def write(
         self, *, commit_on: tuple[type[BaseException], ...] = (), catalog_reader: bool = False
     ) -> Iterator[Session]:
-        """A write transaction opened with BEGIN IMMEDIATE: committed on success, rolled back on error.
+        """A write transaction (BEGIN IMMEDIATE on SQLite): committed on success, rolled back on error.
 
         An exception of a `commit_on` type commits what the transaction wrote before it, then propagates:
         for a refusal that must keep its own record (a wrong verification code counts an attempt).
@@ -104,43 +83,3 @@ class Database:
 
     def _guard(self) -> threading.RLock | nullcontext[None]:
         return self._lock if self._lock is not None else nullcontext()
-
-
-def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-    # Take transaction control away from the sqlite3 module so our own BEGIN is the only one emitted.
-    dbapi_connection.isolation_level = None
-    cursor = dbapi_connection.cursor()
-    cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA foreign_keys = ON")
-    _switch_to_wal(cursor)
-    cursor.execute("PRAGMA synchronous = NORMAL")
-    cursor.close()
-
-
-def _switch_to_wal(cursor: Any) -> None:
-    """Put the file in WAL mode (persistent), once, even when another process is creating it as well.
-
-    SQLite answers a journal-mode change that meets another writer with "database is locked" at once,
-    without its busy handler, so the switch is retried here for up to the busy timeout. A file already
-    in WAL mode (every connection after the first) needs no lock; `:memory:` stays in memory mode.
-    """
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as error:
-            if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.005)
-
-
-def _on_begin(connection: Any) -> None:
-    mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
-    # On the driver's own cursor: every request opens a transaction, and SQLAlchemy's statement
-    # machinery costs more than the BEGIN itself.
-    cursor = connection.connection.cursor()
-    try:
-        cursor.execute(f"BEGIN {mode}")
-    finally:
-        cursor.close()

@@ -1,15 +1,18 @@
-"""The platform's tables (SQLModel on SQLite).
+"""The platform's tables (SQLModel on SQLite or PostgreSQL; the migrations in `migrations/` build them).
 
 Appointment times are stored twice: the merchant-local wall-clock the API speaks, and UTC epoch seconds
-(`starts_utc`, `ends_utc`) so overlap checks are indexed range queries that never scan history. A partial
-unique index on (provider, start) over active exclusive appointments backs up the transactional check.
+(`starts_utc`, `ends_utc`) so overlap checks are indexed range queries that never scan history. Two
+backstops under the transactional check, on active exclusive appointments only (an organization allowing
+parallel bookings stores `exclusive` false): a partial unique index on (provider, start), and on
+PostgreSQL an exclusion constraint no two overlapping [start, end) ranges of one provider can pass.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, text
+from sqlalchemy import JSON, BigInteger, Column, Index, func, text
+from sqlalchemy.dialects.postgresql import ExcludeConstraint
 from sqlmodel import Field, SQLModel
 
 __all__ = [
@@ -27,6 +30,8 @@ __all__ = [
 
 #: Statuses that hold a provider's time.
 ACTIVE_STATUSES = ("pending", "confirmed")
+#: The rows the backstops cover: active appointments that hold their provider's time exclusively.
+_HOLDS_TIME = "exclusive AND status IN ('pending', 'confirmed')"
 
 
 class Organization(SQLModel, table=True):
@@ -120,7 +125,17 @@ class Appointment(SQLModel, table=True):
             "starts_utc",
             unique=True,
             sqlite_where=text("exclusive = 1 AND status IN ('pending', 'confirmed')"),
+            postgresql_where=text(_HOLDS_TIME),
         ),
+        # btree_gist lets a GiST index compare the provider with `=`; int8range is the [start, end) of
+        # the epoch seconds the overlap checks already use.
+        ExcludeConstraint(
+            (Column("provider_id"), "="),
+            (func.int8range(Column("starts_utc"), Column("ends_utc")), "&&"),
+            name="ex_appointment_provider_active_overlap",
+            using="gist",
+            where=text(_HOLDS_TIME),
+        ).ddl_if(dialect="postgresql"),
     )
 
     id: str = Field(primary_key=True)
@@ -144,13 +159,13 @@ class Appointment(SQLModel, table=True):
     price_kind: str
     price_amount: str | None = None
     currency: str
-    starts_utc: int
-    ends_utc: int
+    starts_utc: int = Field(sa_type=BigInteger)
+    ends_utc: int = Field(sa_type=BigInteger)
     status: str
     exclusive: bool = True
     verified_by: str | None = None
     client_metadata: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
-    created_utc: int
+    created_utc: int = Field(sa_type=BigInteger)
 
 
 class VerificationChallenge(SQLModel, table=True):
@@ -164,8 +179,8 @@ class VerificationChallenge(SQLModel, table=True):
     channel: str
     contact: str
     code_hash: str
-    created_utc: int
-    expires_utc: int
+    created_utc: int = Field(sa_type=BigInteger)
+    expires_utc: int = Field(sa_type=BigInteger)
     attempts: int = 0
     state: str = "open"
 
@@ -179,7 +194,7 @@ class IdempotencyRecord(SQLModel, table=True):
     state: str
     status_code: int | None = None
     response_body: str | None = None
-    created_utc: int
+    created_utc: int = Field(sa_type=BigInteger)
 
 
 class OutboxMessage(SQLModel, table=True):
@@ -193,4 +208,4 @@ class OutboxMessage(SQLModel, table=True):
     purpose: str
     body: str
     code: str
-    sent_utc: int
+    sent_utc: int = Field(sa_type=BigInteger)

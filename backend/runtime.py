@@ -10,10 +10,12 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
-from osbp.backend.catalog_cache import CatalogCache, install_catalog_revision
+from osbp.backend.catalog_cache import CatalogCache
 from osbp.backend.clock import PlatformClock
 from osbp.backend.db import Database
+from osbp.backend.dialects import serialise
 from osbp.backend.ratelimit import RateLimiter
+from osbp.backend.schema import prepare as prepare_schema
 from osbp.backend.seed import seed
 from osbp.backend.settings import BackendSettings
 from osbp.backend.tokens import SecretTokens, TokenSource
@@ -42,10 +44,15 @@ class Runtime:
     def build(cls, settings: BackendSettings, tokens: TokenSource | None = None) -> Runtime:
         """Open (and seed) the database and assemble the runtime from `settings`."""
         db = Database(settings.db)
-        db.create_all()
-        with db.write() as session:
-            install_catalog_revision(session.connection())
-            seed(session)
+        try:
+            prepare_schema(db, migrate=settings.migrate)
+            with db.write() as session:
+                # Replicas starting together on one PostgreSQL database seed one after the other.
+                serialise(session, "seed")
+                seed(session)
+        except BaseException:
+            db.dispose()
+            raise
         return cls(
             settings=settings,
             db=db,
@@ -79,6 +86,7 @@ class Runtime:
     def reset(self) -> None:
         """Back to seeds: data, arms, counters, rate-limit windows and the clock."""
         with self.db.write() as session:
+            serialise(session, "seed")
             self.db.clear(session)
             seed(session)
         with self._lock:

@@ -17,6 +17,8 @@ from pydantic import AwareDatetime, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from osbp.backend.database_url import parse_database
+
 __all__ = ["ENV_PREFIX", "BackendSettings", "LogLevel", "env_var", "flag", "is_loopback_host"]
 
 ENV_PREFIX = "OSBP_BACKEND_"
@@ -48,7 +50,14 @@ class BackendSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
-    db: str = Field(default=".osbp/backend.db", description="SQLite file path, or `:memory:`")
+    db: str = Field(
+        default=".osbp/backend.db",
+        description="SQLite file path, :memory:, sqlite:///PATH or postgresql://USER@HOST:PORT/DBNAME",
+    )
+    migrate: bool = Field(
+        default=False,
+        description="apply pending schema migrations at start-up (a SQLite database always is migrated)",
+    )
     # Declared before `host`, whose check reads it.
     allow_non_loopback: bool = Field(default=False, description="permit binding a non-loopback address")
     host: str = Field(default="127.0.0.1", description="bind address (loopback unless allowed otherwise)")
@@ -82,6 +91,15 @@ class BackendSettings(BaseSettings):
                 {"allow_flag": flag("allow_non_loopback"), "allow_env": env_var("allow_non_loopback")},
             )
         return value
+
+    @field_validator("db")
+    @classmethod
+    def _database(cls, value: str) -> str:
+        try:
+            parse_database(value)
+        except ValueError as error:
+            raise PydanticCustomError("database_url", str(error)) from None
+        return value.strip()
 
     @field_validator("now", mode="before")
     @classmethod

@@ -12,6 +12,7 @@ from sqlalchemy import text
 
 from osbp.backend.db import Database
 from osbp.backend.problems import ProblemError
+from osbp.backend.schema import upgrade
 
 
 def test_a_fresh_file_held_by_another_writer_is_waited_for_then_put_in_wal(tmp_path: Path) -> None:
@@ -24,7 +25,8 @@ def test_a_fresh_file_held_by_another_writer_is_waited_for_then_put_in_wal(tmp_p
     release.start()
     database = Database(str(path))
     try:
-        database.create_all()
+        with database.write() as session:
+            session.execute(text("CREATE TABLE appointment (x INTEGER)"))
         with database.read() as session:
             mode = session.connection().execute(text("PRAGMA journal_mode")).scalar()
             tables = set(session.connection().execute(text("SELECT name FROM sqlite_master")).scalars())
@@ -38,7 +40,7 @@ def test_a_fresh_file_held_by_another_writer_is_waited_for_then_put_in_wal(tmp_p
 
 def test_an_in_memory_database_keeps_its_memory_journal() -> None:
     database = Database(":memory:")
-    database.create_all()
+    upgrade(database)
     with database.read() as session:
         mode = session.connection().execute(text("PRAGMA journal_mode")).scalar()
     assert mode == "memory"

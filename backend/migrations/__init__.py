@@ -1,0 +1,1 @@
+"""The platform's schema migrations (Alembic), shipped with the package and run by `osbp.backend.schema`."""
