@@ -1,9 +1,11 @@
 """Appointments: the atomic, idempotent create, reads, and the status transitions cancel and no-show.
 
-The create runs inside one `BEGIN IMMEDIATE` transaction: it resolves the ids, checks eligibility,
-verification and the slot (including the provider's overlapping active appointments), and inserts, so
-no other writer can slip in between check and insert. The partial unique index on (provider, start) is
-the backstop: if it ever fires, the answer is still 409 `slot_taken`. The platform never double-sells a
+The create runs inside one write transaction: it resolves the ids, checks eligibility, verification and
+the slot (including the provider's overlapping active appointments), and inserts, so no other writer can
+slip in between check and insert (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: advisory locks on the key, the
+provider and the contact, in that order, see `dialects.serialise`). The partial unique index on
+(provider, start), and on PostgreSQL the exclusion constraint on overlapping ranges, are the backstop:
+if one ever fires, the answer is still 409 `slot_taken`. The platform never double-sells a
 provider's time. A create sent with `If-Match` (the slot's `offer_token` from availability) is refused
 with 412 `offer_changed`, in the same transaction, when the offer's facts changed since
 (`osbp.backend.validators`); an idempotent replay answers first. The Idempotency-Key's lookup and record
@@ -33,6 +35,7 @@ from osbp.backend.catalog import (
 from osbp.backend.catalog_cache import catalog_version
 from osbp.backend.contacts import check_email, check_phone
 from osbp.backend.db import Database
+from osbp.backend.dialects import serialise
 from osbp.backend.models import Appointment, Customer, Organization, Service, VerificationChallenge
 from osbp.backend.problems import ProblemError
 from osbp.backend.tokens import TokenSource
@@ -73,6 +76,13 @@ def create(
         # A refusal commits what the checks recorded before it (a wrong verification code's attempt).
         # The create reads the catalog and never writes it: its lookups may use the revision's snapshot.
         with db.write(commit_on=(ProblemError,), catalog_reader=True) as session:
+            # PostgreSQL: one writer at a time per key and per provider, across processes (SQLite's
+            # BEGIN IMMEDIATE already admits one writer in all).
+            serialise(
+                session,
+                f"idempotency:{organization_id}:{key}",
+                f"provider:{organization_id}:{request.provider_id}",
+            )
             replay = idempotency.lookup(
                 session, organization_id=organization_id, key=key, digest=digest, now=now
             )
@@ -128,6 +138,8 @@ def _create_locked(
             "provider_not_eligible", f"Provider {provider.id} does not offer {service.id} at {location.id}."
         )
     phone, email = _contacts(request)
+    # The customer record and the contact's verification challenge are read, then written.
+    serialise(session, *(f"contact:{organization_id}:{contact}" for contact in (phone, email) if contact))
     challenge = _verify(
         session,
         service=service,

@@ -16,6 +16,7 @@ from datetime import datetime
 from sqlmodel import Session, col, func, select
 
 from osbp.backend.contacts import check_email, check_phone, mask
+from osbp.backend.dialects import serialise
 from osbp.backend.models import Organization, OutboxMessage, VerificationChallenge
 from osbp.backend.problems import ProblemError
 from osbp.backend.tokens import TokenSource
@@ -57,6 +58,8 @@ def send_code(
             "invalid_contact", f"{channel} verification needs {_field(channel)}.", {"field": _field(channel)}
         )
     contact = check_phone(raw, "phone") if channel == "sms" else check_email(raw, "email")
+    # PostgreSQL: the send limit's count and the superseding of open codes see every earlier send.
+    serialise(session, f"contact:{organization.id}:{contact}")
     epoch = int(now.timestamp())
     if not organization.verification_sandbox:
         recent = session.exec(

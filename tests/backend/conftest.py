@@ -1,4 +1,8 @@
-"""Fixtures for the platform's tests: the app in process, and a real uvicorn server on loopback."""
+"""Fixtures for the platform's tests: the app in process, and a real uvicorn server on loopback.
+
+The in-process app runs on SQLite in memory; a module marked ``both_engines`` runs every test that builds
+the app twice, on SQLite and on a fresh PostgreSQL database (the session's throwaway cluster).
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,26 @@ from osbp.backend.serving import PlatformServer
 from osbp.backend.settings import BackendSettings
 from tests.support.bookwell import make_settings
 
+ENGINES = ("sqlite", "postgresql")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A ``both_engines`` module's app-building tests run once per engine."""
+    if metafunc.definition.get_closest_marker("both_engines") and "backend_engine" in metafunc.fixturenames:
+        metafunc.parametrize("backend_engine", ENGINES, indirect=True)
+
 
 @pytest.fixture
-def settings() -> BackendSettings:
-    """The default test settings."""
+def backend_engine(request: pytest.FixtureRequest) -> str:
+    """The database engine the app runs on: SQLite unless the module asks for both."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def settings(backend_engine: str, request: pytest.FixtureRequest) -> BackendSettings:
+    """The default test settings, on the engine under test (PostgreSQL: a fresh, migrated database)."""
+    if backend_engine == "postgresql":
+        return make_settings(db=request.getfixturevalue("postgres_url"), migrate=True)
     return make_settings()
 
 

@@ -12,6 +12,9 @@ from osbp.backend.availability import local_openings, native_weekday, to_instant
 from osbp.backend.tz import zone
 from tests.support.bookwell import DAY, booking, create
 
+# The platform's rules hold on both engines (SQLite, PostgreSQL).
+pytestmark = pytest.mark.both_engines
+
 
 def _starts(hours, tz_name, day, grid=30, duration=30):
     return [

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.support.bookwell import DAY, booking, create
+
+# The platform's rules hold on both engines (SQLite, PostgreSQL).
+pytestmark = pytest.mark.both_engines
 
 ORG = "/api/organizations/carolyns_dental"
 SERVICE = ORG + "/services/carolyns_dental_cleaning"

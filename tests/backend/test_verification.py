@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import logging
 
+import pytest
 from sqlmodel import func, select
 
 from osbp.backend.models import Customer, IdempotencyRecord, VerificationChallenge
 from tests.support.bookwell import booking, create
+
+# The platform's rules hold on both engines (SQLite, PostgreSQL).
+pytestmark = pytest.mark.both_engines
 
 PHONE = "+12125550142"
 GUS = "/api/organizations/gus_notary"

@@ -225,13 +225,9 @@ def upgrade() -> None:
         unique=False,
     )
     if postgres:
-        op.create_exclude_constraint(
-            "ex_appointment_provider_active_overlap",
-            "appointment",
-            ("provider_id", "="),
-            (sa.text("int8range(starts_utc, ends_utc)"), "&&"),
-            using="gist",
-            where=sa.text(_HOLDS_TIME),
+        op.execute(
+            "ALTER TABLE appointment ADD CONSTRAINT ex_appointment_provider_active_overlap EXCLUDE USING "
+            f"gist (provider_id WITH =, int8range(starts_utc, ends_utc) WITH &&) WHERE ({_HOLDS_TIME})"
         )
     _catalog_revision(postgres)
 
