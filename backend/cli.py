@@ -6,6 +6,10 @@ without `--allow-non-loopback`) is one line on stderr naming the flag or variabl
 status 2; Ctrl-C is exit status 130. Once serving, one JSON line goes to stdout, `{"event": "ready",
 "base_url": "http://127.0.0.1:<port>"}`, so a parent that asked for `--port 0` learns the port; logs are
 JSON lines on stderr.
+
+`osbp backend migrate [--db URL]` brings the database's schema to the newest revision and says in one
+line what it did (a SQLite database is migrated at every start anyway; a PostgreSQL one only with
+`--migrate`, otherwise the platform refuses to start on an old schema and names this command).
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="Run the Bookwell synthetic platform. Flags override the environment variables named "
-        "in brackets.",
+        "in brackets. `osbp backend migrate [--db DB]` migrates the database's schema.",
         allow_abbrev=False,
     )
     for field, info in BackendSettings.model_fields.items():
@@ -119,9 +123,12 @@ def _bind_failure(error: OSError, settings: BackendSettings, args: argparse.Name
 
 
 def _reason(error: Exception) -> str:
-    """The underlying reason: an OSError's text, or the SQLite driver's message under SQLAlchemy's."""
+    """The underlying reason: an OSError's text, or the database driver's message under SQLAlchemy's.
+
+    On one line: libpq's connection errors span several.
+    """
     cause = getattr(error, "orig", None) or error
-    return getattr(cause, "strerror", None) or str(cause)
+    return " ".join(str(getattr(cause, "strerror", None) or cause).split())
 
 
 def _fail(message: str) -> int:
@@ -129,8 +136,54 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _migrate(argv: Sequence[str]) -> int:
+    """`osbp backend migrate`: apply pending migrations to the `--db` database, one line on stdout."""
+    parser = _Parser(
+        prog=f"{PROG} migrate",
+        description="Bring the platform database's schema to the newest revision.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--db", dest="db", metavar="DB", help=_help("db"))
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    try:
+        settings = settings_from_args(args)
+    except ValidationError as error:
+        return _fail(_describe(error, args))
+    from sqlalchemy.exc import OperationalError
+
+    from osbp.backend.database_url import redact
+    from osbp.backend.db import Database
+    from osbp.backend.schema import SchemaError, upgrade
+
+    try:
+        db = Database(settings.db)
+    except (OSError, RuntimeError) as error:  # a folder that cannot be made; the driver not installed
+        return _fail(f"{_source('db', args)}: {_reason(error)}")
+    try:
+        before, after = upgrade(db)
+    except SchemaError as error:
+        return _fail(str(error))
+    except (OSError, OperationalError) as error:
+        return _fail(f"{_source('db', args)}: cannot open the database: {_reason(error)}")
+    finally:
+        db.dispose()
+    where = redact(settings.db)
+    done = (
+        f"already at schema revision {after}"
+        if before == after
+        else f"migrated {before or 'empty'} -> {after}"
+    )
+    sys.stdout.write(f"{where}: {done}\n")
+    return 0
+
+
 def main(argv: Sequence[str]) -> int:
-    """Run the platform until interrupted."""
+    """Run the platform until interrupted (or, given `migrate`, migrate its database)."""
+    if list(argv[:1]) == ["migrate"]:
+        return _migrate(argv[1:])
     try:
         args = build_parser().parse_args(list(argv))
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2, already explained on stderr)
@@ -145,6 +198,7 @@ def main(argv: Sequence[str]) -> int:
 
     from osbp.backend.app import create_app
     from osbp.backend.logs import configure_logging, logger
+    from osbp.backend.schema import SchemaError
     from osbp.backend.serving import ReadyServer, bind_socket, http_url, uvicorn_config
 
     try:
@@ -159,6 +213,9 @@ def main(argv: Sequence[str]) -> int:
         sock.close()
         problem = f"cannot open the database: {_reason(error)}"
         return _fail(f"{_source('db', args)}: {problem}; choose another {flag('db')}")
+    except (SchemaError, RuntimeError) as error:  # an old schema; the PostgreSQL driver not installed
+        sock.close()
+        return _fail(f"{_source('db', args)}: {error}")
 
     def announce() -> None:
         sys.stdout.write(json.dumps({"event": "ready", "base_url": base_url}) + "\n")

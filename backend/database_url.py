@@ -1,10 +1,10 @@
 """Which database a `--db` value names: a SQLite file or memory, or a PostgreSQL server (stdlib only).
 
 Accepted: a file path, `:memory:`, `sqlite:///PATH` (`sqlite://` alone is memory), and
-`postgresql://[USER[:PASSWORD]@]HOST[:PORT]/DBNAME[?…]` (also `postgres://` and
-`postgresql+psycopg://`), written `postgresql+psycopg://` for SQLAlchemy (psycopg 3). Anything else is
-refused with one line, so a mistyped URL can never quietly become a SQLite file named like it. Parsing
-imports nothing heavy: the settings check it before the application is loaded.
+`postgresql://[USER[:PASSWORD]@][HOST][:PORT]/DBNAME[?…]` (no host: libpq's local socket; also
+`postgres://` and `postgresql+psycopg://`), written `postgresql+psycopg://` for SQLAlchemy (psycopg 3).
+Anything else is refused with one line, so a mistyped URL can never quietly become a SQLite file named
+like it. Parsing imports nothing heavy: the settings check it before the application is loaded.
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ def parse_database(value: str) -> DatabaseUrl:
     if scheme == "sqlite":
         path = rest[1:] if rest.startswith("/") else rest
         if rest and not rest.startswith("/"):
-            raise ValueError(f"{value!r}: a SQLite URL has three slashes before a path: sqlite:///PATH")
+            raise ValueError(
+                f"database {value!r}: a SQLite URL has three slashes before a path: sqlite:///PATH"
+            )
         if not path or path == ":memory:":
             return DatabaseUrl("sqlite", "sqlite://")
         return DatabaseUrl("sqlite", f"sqlite:///{path}", Path(path))
@@ -68,13 +70,13 @@ def _postgres(value: str) -> DatabaseUrl:
     try:
         parts.port  # noqa: B018  a non-numeric or out-of-range port raises here
     except ValueError:
-        raise ValueError(f"{redact(value)!r}: the port is not a number 0-65535") from None
-    if not parts.hostname and "host=" not in parts.query:
-        raise ValueError(f"{redact(value)!r}: a PostgreSQL URL names its server: postgresql://HOST/DBNAME")
+        raise ValueError(f"database {redact(value)!r}: the port is not a number 0-65535") from None
     if parts.path.strip("/") == "":
-        raise ValueError(f"{redact(value)!r}: a PostgreSQL URL names its database: postgresql://HOST/DBNAME")
-    url = urlunsplit(("postgresql+psycopg", parts.netloc, parts.path, parts.query, parts.fragment))
-    return DatabaseUrl("postgresql", url)
+        raise ValueError(
+            f"database {redact(value)!r}: a PostgreSQL URL names its database: postgresql://HOST/DBNAME"
+        )
+    # The scheme swapped by hand: urlunsplit drops the `//` of an empty host (the local-socket form).
+    return DatabaseUrl("postgresql", "postgresql+psycopg://" + value.partition("://")[2])
 
 
 def _unsupported(value: str) -> str:

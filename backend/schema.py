@@ -15,6 +15,7 @@ import functools
 import sqlite3
 import threading
 from pathlib import Path
+from typing import cast
 
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -81,9 +82,12 @@ def differences(connection: Connection) -> list[object]:
     return list(compare_metadata(context, SQLModel.metadata))
 
 
-def upgrade(db: Database) -> tuple[str | None, str]:
-    """Apply every pending migration (adopting a pre-migration SQLite file): (revision before, after)."""
-    if db.in_memory:
+def upgrade(db: Database, revision: str = "head") -> tuple[str | None, str]:
+    """Apply every pending migration up to ``revision`` (adopting a pre-migration SQLite file).
+
+    Returns the revision before and after.
+    """
+    if db.in_memory and revision == "head":
         return _copy_memory_template(db)
     with db.engine.connect() as connection:
         postgres = connection.dialect.name == "postgresql"
@@ -94,7 +98,7 @@ def upgrade(db: Database) -> tuple[str | None, str]:
             before = current_revision(connection)
             if before is None and _has_tables(connection):
                 _adopt(db, connection)
-            command.upgrade(_config(connection), "head")
+            command.upgrade(_config(connection), revision)
             connection.commit()
             after = current_revision(connection)
         finally:
@@ -114,8 +118,8 @@ def _memory_template() -> sqlite3.Connection:
         connection.commit()
     raw = sqlite3.connect(":memory:", check_same_thread=False)
     with template.engine.connect() as connection:
-        source = connection.connection.dbapi_connection
-        assert isinstance(source, sqlite3.Connection)
+        # The driver's own connection (SQLAlchemy types it as the generic DB-API protocol).
+        source = cast(sqlite3.Connection, connection.connection.dbapi_connection)
         source.backup(raw)
     template.dispose()
     return raw
@@ -128,8 +132,7 @@ def _copy_memory_template(db: Database) -> tuple[str | None, str]:
     """
     template = _memory_template()
     with db.engine.connect() as connection:
-        target = connection.connection.dbapi_connection
-        assert isinstance(target, sqlite3.Connection)
+        target = cast(sqlite3.Connection, connection.connection.dbapi_connection)
         with _template_lock:
             template.backup(target)
         # Each database draws its own catalog epoch (`catalog_cache`), as a migrated one does.

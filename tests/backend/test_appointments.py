@@ -273,7 +273,8 @@ def test_the_exclusion_constraint_answers_slot_taken_for_an_overlap_the_check_ca
     with runtime.db.write() as session:
         session.execute(
             text(
-                "UPDATE appointment SET starts_utc = starts_utc - 2 * 86400, ends_utc = ends_utc + 3600 WHERE id = :id"
+                "UPDATE appointment SET starts_utc = starts_utc - 2 * 86400, ends_utc = ends_utc + 3600 "
+                "WHERE id = :id"
             ),
             {"id": reference["id"]},
         )

@@ -73,6 +73,21 @@ def test_cli_refuses_a_public_bind_with_status_2(capsys):
     assert "non-loopback" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("value", ["postgresql:/bookwell", "mysql://db/bookwell"])
+def test_a_database_that_is_neither_a_path_nor_a_supported_url_is_refused_and_no_file_made(
+    value, capsys, monkeypatch, tmp_path
+):
+    """Platform choice: a mistyped URL used to become a SQLite file named like it; now one line, exit 2."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["--db", value, "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"osbp backend: --db {value}: unsupported database {value!r}: give a SQLite file path, :memory:, "
+        "sqlite:///PATH or postgresql://USER@HOST:PORT/DBNAME\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
 def _backend(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`osbp backend ARGS` as a real process, with only the given OSBP_BACKEND_* variables set."""
     clean = {name: value for name, value in os.environ.items() if not name.startswith("OSBP_BACKEND_")}
