@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
@@ -18,7 +17,7 @@ from sqlmodel import col, func, select
 
 from osbp.backend.models import Appointment
 from osbp.backend.serving import PlatformServer
-from tests.support.bookwell import DAY, booking, make_settings
+from tests.support.bookwell import DAY, booking, make_settings, race
 
 pytestmark = pytest.mark.integration
 
@@ -49,24 +48,6 @@ async def test_platform_server_is_an_async_context_manager():
         assert (await client.get("/health")).json() == {"status": "ok"}
 
 
-def _race(base_url: str, bodies: list[dict[str, Any]], keys: list[str]) -> list[int]:
-    barrier = threading.Barrier(len(bodies))
-    statuses: list[int] = [0] * len(bodies)
-
-    def book(index: int) -> None:
-        with httpx2.Client(base_url=base_url, timeout=60) as client:
-            barrier.wait(timeout=30)
-            response = client.post(CREATE, json=bodies[index], headers={"Idempotency-Key": keys[index]})
-            statuses[index] = response.status_code
-
-    threads = [threading.Thread(target=book, args=(index,)) for index in range(len(bodies))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return statuses
-
-
 def test_concurrent_overlapping_bookings_of_one_provider_have_exactly_one_winner(tmp_path: Path):
     """Platform choice: the platform never double-sells under concurrency (24 clients: one 201, 23 × 409)."""
     settings = make_settings(db=str(tmp_path / "race.db"), rate_limit_quota=10_000)
@@ -79,7 +60,7 @@ def test_concurrent_overlapping_bookings_of_one_provider_have_exactly_one_winner
         for index in range(24)
     ]
     with PlatformServer(settings) as server:
-        statuses = _race(server.base_url, bodies, [f"race-{index}" for index in range(24)])
+        statuses = race([server.base_url], bodies, [f"race-{index}" for index in range(24)])
         with server.runtime.db.read() as session:
             active = session.exec(
                 select(func.count())
@@ -105,7 +86,7 @@ def test_concurrent_bookings_of_distinct_slots_all_succeed(tmp_path: Path):
     ]
     bodies = [booking(provider_id=provider, time=time) for provider, time in slots]
     with PlatformServer(settings) as server:
-        statuses = _race(server.base_url, bodies, [f"distinct-{index}" for index in range(len(bodies))])
+        statuses = race([server.base_url], bodies, [f"distinct-{index}" for index in range(len(bodies))])
     assert statuses == [201] * 8
 
 

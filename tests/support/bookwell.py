@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx2
 from fastapi.testclient import TestClient
 
 from osbp.backend.settings import BackendSettings
@@ -46,3 +49,26 @@ def create(client: TestClient, organization_id: str, body: dict[str, Any], key: 
     """POST an appointment create with an Idempotency-Key."""
     headers = {} if key is None else {"Idempotency-Key": key}
     return client.post(f"/api/organizations/{organization_id}/appointments", json=body, headers=headers)
+
+
+CREATE_PATH = "/api/organizations/carolyns_dental/appointments"
+
+
+def race(base_urls: Sequence[str], bodies: list[dict[str, Any]], keys: list[str]) -> list[int]:
+    """POST every body at once (one thread each, released together), round-robin over the platform
+    processes at ``base_urls``: the status of each create, in order."""
+    barrier = threading.Barrier(len(bodies))
+    statuses: list[int] = [0] * len(bodies)
+
+    def book(index: int) -> None:
+        with httpx2.Client(base_url=base_urls[index % len(base_urls)], timeout=60) as client:
+            barrier.wait(timeout=30)
+            response = client.post(CREATE_PATH, json=bodies[index], headers={"Idempotency-Key": keys[index]})
+            statuses[index] = response.status_code
+
+    threads = [threading.Thread(target=book, args=(index,)) for index in range(len(bodies))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    return statuses
