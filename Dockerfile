@@ -16,7 +16,8 @@ COPY adapter ./adapter
 COPY server ./server
 COPY demo ./demo
 COPY conformance ./conformance
-RUN pip install --no-cache-dir . \
+# With the PostgreSQL driver: the compose file's `postgres` profile runs this image on PostgreSQL.
+RUN pip install --no-cache-dir '.[postgres]' \
     && useradd --create-home --uid 10001 osbp \
     && mkdir -p /data \
     && chown osbp /data

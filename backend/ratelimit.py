@@ -5,6 +5,12 @@ request in the window. Headers follow draft-ietf-httpapi-ratelimit-headers:
 `RateLimit-Policy: "default";q=<quota>;w=<window>` and `RateLimit: "default";r=<remaining>;t=<reset>`,
 both RFC 9651 structured-field lists serialised by http-sf.
 Time is a monotonic source, injected, independent of the (possibly frozen) business clock.
+
+The windows are per process, on purpose: the limiter runs before any request touches the database, and
+counting in the database would turn every read into a write on the shared database it protects. With N
+processes behind a balancer a client gets up to N × `quota` per window; a deployment that needs one
+global limit sets it at the balancer (which sees every request), or divides `quota` by N. What must hold
+across processes is kept in the database: the verification send limit counts challenge rows.
 """
 
 from __future__ import annotations

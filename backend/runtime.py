@@ -1,7 +1,9 @@
 """The platform's per-process state: settings, database, clock, randomness, limiter, test arms, counters.
 
 One `Runtime` per app instance (kept on `app.state.runtime`), so several platforms can run side by side
-in one test process without sharing anything.
+in one test process without sharing anything. Several processes on one PostgreSQL database share every
+row (appointments, keys, codes, outbox, the catalog revision); what stays per process is the rate limiter
+(see `ratelimit`) and the test surface's arms, counters and clock.
 """
 
 from __future__ import annotations

@@ -65,6 +65,48 @@ def test_the_file_keeps_to_keys_every_compose_tool_reads():
     assert set(_compose()) == {"services", "volumes"}
 
 
+POSTGRES_REPLICAS = ("platform-pg-1", "platform-pg-2")
+
+
+def test_the_postgres_profile_runs_postgresql_with_a_healthcheck_and_a_named_volume():
+    """Platform choice (deployment): `--profile postgres` adds PostgreSQL, its data in a named volume."""
+    compose = _compose()
+    postgres = compose["services"]["postgres"]
+    assert postgres["profiles"] == ["postgres"]
+    assert postgres["image"].startswith("postgres:")
+    assert postgres["healthcheck"]["test"][:2] == ["CMD", "pg_isready"]
+    volume, _, mount = postgres["volumes"][0].partition(":")
+    assert volume in compose["volumes"]
+    assert mount == "/var/lib/postgresql/data"
+    assert all(port.startswith("127.0.0.1:") for port in postgres["ports"])
+
+
+def test_the_postgres_profile_serves_one_platform_from_two_replicas_on_loopback():
+    """Platform choice (deployment): two platform replicas on the one PostgreSQL database, loopback only,
+    started once it is healthy, migrating it on start."""
+    services = _compose()["services"]
+    published = set()
+    for name in POSTGRES_REPLICAS:
+        replica = services[name]
+        assert replica["profiles"] == ["postgres"]
+        assert replica["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+        environment = replica["environment"]
+        assert environment["OSBP_BACKEND_DB"].startswith("postgresql://bookwell:")
+        assert environment["OSBP_BACKEND_DB"].endswith("@postgres:5432/bookwell")
+        assert environment["OSBP_BACKEND_MIGRATE"] == "true"
+        assert replica["command"] == ["osbp", "backend"]  # not the image's SQLite default
+        (port,) = replica["ports"]
+        assert port.startswith("127.0.0.1:")
+        published.add(port)
+    assert published == {"127.0.0.1:8401:8400", "127.0.0.1:8402:8400"}
+    assert "profiles" not in services["platform"]  # plain `up` still runs the SQLite platform alone
+
+
+def test_the_image_carries_the_postgresql_driver():
+    """Platform choice (deployment): the image installs the `postgres` extra the replicas need."""
+    assert "pip install --no-cache-dir '.[postgres]'" in (ROOT / "Dockerfile").read_text()
+
+
 def _compose_tools() -> list[list[str]]:
     tools = []
     docker = shutil.which("docker")
