@@ -1,25 +1,32 @@
 """`osbp bench backend`: availability latency against history size, and concurrent create throughput.
 
-Runs the real platform as its own process (`osbp backend`, uvicorn on 127.0.0.1) with a SQLite file in a
-temporary folder, drives it over HTTP, prints a table and writes `bench-results/backend.json`. Figures are
-reported, not asserted.
+Runs the real platform as its own process (`osbp backend`, uvicorn on 127.0.0.1), drives it over HTTP,
+prints a table and writes `bench-results/backend.json`. Figures are reported, not asserted. Every
+measure runs on SQLite (a file in a temporary folder) and, given a PostgreSQL server (`--postgres-url`,
+or `OSBP_BENCH_POSTGRES_URL`; the bench creates and drops its own databases there), on PostgreSQL with
+one platform process and with two processes sharing the database.
 
 - Availability p50/p99 for one day with 0, 10,000 and 100,000 existing appointments in the organization
   (history bulk-inserted with direct SQL). The overlap query is an index range scan, so the 100,000 figure
-  should stay within 1.5× the empty one.
-- Create throughput: 8 concurrent clients booking distinct (non-overlapping) slots, then a count of
-  double bookings (overlapping active appointments of one provider) in the database.
+  should stay within 1.5× the empty one on each engine.
+- Create throughput: 8 and 32 concurrent clients booking distinct (non-overlapping) slots, then a count
+  of double bookings (overlapping active appointments of one provider) in the database: 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import tempfile
 import threading
 import time
+import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -32,8 +39,9 @@ from sqlalchemy import insert, text
 from osbp.backend.db import Database
 from osbp.backend.models import Appointment
 from osbp.backend.process import PlatformProcess
+from osbp.backend.schema import upgrade
 from osbp.bench.latency import percentile_ms
-from osbp.bench.options import Options, count
+from osbp.bench.options import Options, at_least, count
 
 __all__ = ["add_arguments", "report"]
 
@@ -42,8 +50,18 @@ SERVICE = "carolyns_dental_cleaning"
 PROVIDERS = ("carolyns_dental_dr_reyes", "carolyns_dental_dr_okafor")
 NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
 PROBE_DAY = date(2026, 6, 2)  # a Tuesday
-CREATE_DAYS = [date(2026, 6, 8) + timedelta(days=offset) for offset in range(0, 40)]
+CREATE_DAYS = [date(2026, 6, 8) + timedelta(days=offset) for offset in range(0, 120)]
 HISTORY_LEVELS = (0, 10_000, 100_000)
+POSTGRES_URL_ENV = "OSBP_BENCH_POSTGRES_URL"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One way of running the platform: an engine and how many processes share its database."""
+
+    label: str
+    engine: str
+    processes: int
 
 
 def _insert_history(db: Database, start_index: int, count: int) -> None:
@@ -91,7 +109,7 @@ def _insert_history(db: Database, start_index: int, count: int) -> None:
     with db.write() as session:
         session.execute(insert(Appointment), rows)
     with db.write() as session:
-        session.execute(text("ANALYZE"))
+        session.execute(text("ANALYZE"))  # both engines: fresh planner statistics for the new history
 
 
 def _availability(client: httpx2.Client, requests: int) -> tuple[float, float]:
@@ -125,14 +143,16 @@ def _distinct_slots(client: httpx2.Client, wanted: int) -> list[dict[str, Any]]:
     return chosen[:wanted]
 
 
-def _throughput(base_url: str, slots: list[dict[str, Any]], clients: int) -> tuple[float, Counter[int]]:
+def _throughput(
+    base_urls: list[str], slots: list[dict[str, Any]], clients: int, tag: str
+) -> tuple[float, Counter[int]]:
     statuses: Counter[int] = Counter()
     lock = threading.Lock()
     barrier = threading.Barrier(clients + 1)
     shares = [slots[index::clients] for index in range(clients)]
 
     def run(share: list[dict[str, Any]], worker: int) -> None:
-        with httpx2.Client(base_url=base_url, timeout=60) as client:
+        with httpx2.Client(base_url=base_urls[worker % len(base_urls)], timeout=60) as client:
             barrier.wait()
             for number, slot in enumerate(share):
                 body = {
@@ -143,13 +163,13 @@ def _throughput(base_url: str, slots: list[dict[str, Any]], clients: int) -> tup
                     "time": slot["time"],
                     "customer": {
                         "display_name": f"Bench {worker}",
-                        "phone": f"+1212555{worker:02d}{number:02d}",
+                        "phone": f"+1212{worker:03d}{number:04d}",
                     },
                 }
                 response = client.post(
                     f"/api/organizations/{ORG}/appointments",
                     json=body,
-                    headers={"Idempotency-Key": f"bench-{worker}-{number}"},
+                    headers={"Idempotency-Key": f"bench-{tag}-{worker}-{number}"},
                 )
                 with lock:
                     statuses[response.status_code] += 1
@@ -175,81 +195,148 @@ def _double_bookings(db: Database) -> int:
         return int(session.execute(query, {"since": int(NOW.timestamp())}).scalar_one())
 
 
+def _client_counts(text: str) -> tuple[int, ...]:
+    """``--clients 8,32``: concurrent create clients, one throughput run each."""
+    parse = at_least(1)
+    return tuple(parse(part.strip()) for part in text.split(","))
+
+
 def add_arguments(options: Options) -> list[argparse.Action]:
     """The backend benchmark's own flags."""
     return [
         count(options, "--requests", default=300, text="availability requests per history level"),
-        count(options, "--creates", default=240, text="appointments to create on distinct slots"),
-        count(options, "--clients", default=8, text="concurrent create clients"),
+        count(options, "--creates", default=240, text="appointments to create on distinct slots, per run"),
+        options.add_argument(
+            "--clients",
+            type=_client_counts,
+            default=(8, 32),
+            metavar="N[,N...]",
+            help="concurrent create clients, one run each (default 8,32)",
+        ),
+        options.add_argument(
+            "--postgres-url",
+            default=os.environ.get(POSTGRES_URL_ENV),
+            metavar="URL",
+            help="a PostgreSQL server the bench may create databases on, for the PostgreSQL rows "
+            f"(default ${POSTGRES_URL_ENV}; none: SQLite only)",
+        ),
     ]
+
+
+@contextmanager
+def _database(setup: Setup, folder: str, postgres_url: str | None) -> Iterator[str]:
+    """A fresh database for one setup: a SQLite file, or a PostgreSQL database dropped afterwards."""
+    if setup.engine == "sqlite":
+        yield str(Path(folder) / f"{setup.label}.db")
+        return
+    import psycopg  # the optional driver: only a PostgreSQL run needs it
+
+    assert postgres_url is not None
+    name = f"osbp_bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')  # a generated name, never input
+    base, _, _ = postgres_url.rpartition("/")
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _run_setup(setup: Setup, url: str, args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    """Availability at each history level (one process), then the create runs, on one fresh database."""
+    result: dict[str, Any] = {"setup": setup.label, "engine": setup.engine, "processes": setup.processes}
+    db = Database(url)
+    upgrade(db)
+    settings = {"db": url, "now": NOW, "rate_limit_quota": 10_000_000}
+    with ExitStack() as stack:
+        servers = [stack.enter_context(PlatformProcess(**settings)) for _ in range(setup.processes)]
+        base_urls = [server.base_url for server in servers]
+        with httpx2.Client(base_url=base_urls[0], timeout=60) as client:
+            if setup.processes == 1:
+                result["availability"] = []
+                inserted = 0
+                for level in HISTORY_LEVELS:
+                    console.log(f"{setup.label}: history {level:,}: inserting and measuring availability")
+                    _insert_history(db, inserted, level - inserted)
+                    inserted = level
+                    p50, p99 = _availability(client, args.requests)
+                    result["availability"].append(
+                        {
+                            "existing_appointments": level,
+                            "requests": args.requests,
+                            "p50_ms": p50,
+                            "p99_ms": p99,
+                        }
+                    )
+                empty, largest = result["availability"][0], result["availability"][-1]
+                result["availability_p50_ratio_100k_vs_empty"] = round(largest["p50_ms"] / empty["p50_ms"], 3)
+            result["create"] = []
+            for clients in args.clients:
+                console.log(f"{setup.label}: {clients} clients creating {args.creates} appointments")
+                slots = _distinct_slots(client, args.creates)
+                seconds, statuses = _throughput(base_urls, slots, clients, f"{clients}")
+                result["create"].append(
+                    {
+                        "clients": clients,
+                        "attempted": len(slots),
+                        "seconds": round(seconds, 3),
+                        "created": statuses[201],
+                        "creates_per_second": round(statuses[201] / seconds, 1),
+                        "statuses": {str(status): count for status, count in sorted(statuses.items())},
+                    }
+                )
+    result["double_bookings"] = _double_bookings(db)
+    db.dispose()
+    return result
 
 
 def report(args: argparse.Namespace) -> int:
     """Run the backend benchmark, print the table, write ``<out>/backend.json``; 0 on no double booking."""
     output = args.out / "backend.json"
     console = Console()
-    results: dict[str, Any] = {
-        "benchmark": "backend",
-        "python": platform.python_version(),
-        "availability": [],
-    }
+    setups = [Setup("sqlite", "sqlite", 1)]
+    if args.postgres_url:
+        setups += [Setup("postgresql", "postgresql", 1), Setup("postgresql-2-processes", "postgresql", 2)]
+    else:
+        console.print(f"PostgreSQL rows skipped: give --postgres-url (or {POSTGRES_URL_ENV}) to run them")
+    results: dict[str, Any] = {"benchmark": "backend", "python": platform.python_version(), "setups": []}
     with tempfile.TemporaryDirectory(prefix="osbp-bench-") as folder:
-        path = str(Path(folder) / "bench.db")
-        # The platform runs as its own process (in this interpreter it would share the measuring client's
-        # GIL); this process reaches the same SQLite file directly to add history and count overlaps.
-        with (
-            PlatformProcess(db=path, now=NOW, rate_limit_quota=10_000_000) as server,
-            httpx2.Client(base_url=server.base_url, timeout=60) as client,
-        ):
-            db = Database(path)
-            inserted = 0
-            for level in HISTORY_LEVELS:
-                console.log(f"history {level:,}: inserting and measuring availability")
-                _insert_history(db, inserted, level - inserted)
-                inserted = level
-                p50, p99 = _availability(client, args.requests)
-                results["availability"].append(
-                    {
-                        "existing_appointments": level,
-                        "requests": args.requests,
-                        "p50_ms": p50,
-                        "p99_ms": p99,
-                    }
-                )
-            console.log(f"{args.clients} clients creating {args.creates} appointments on distinct slots")
-            slots = _distinct_slots(client, args.creates)
-            seconds, statuses = _throughput(server.base_url, slots, args.clients)
-            results["create"] = {
-                "clients": args.clients,
-                "attempted": len(slots),
-                "seconds": round(seconds, 3),
-                "created": statuses[201],
-                "creates_per_second": round(statuses[201] / seconds, 1),
-                "statuses": {str(status): count for status, count in sorted(statuses.items())},
-            }
-            results["double_bookings"] = _double_bookings(db)
-            db.dispose()
-    empty, largest = results["availability"][0], results["availability"][-1]
-    results["availability_p50_ratio_100k_vs_empty"] = round(largest["p50_ms"] / empty["p50_ms"], 3)
+        for setup in setups:
+            # The platform runs as its own process(es) (in this interpreter it would share the measuring
+            # client's GIL); this process reaches the same database directly to add history and count
+            # overlaps.
+            with _database(setup, folder, args.postgres_url) as url:
+                results["setups"].append(_run_setup(setup, url, args, console))
     _print_table(console, results)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=2) + "\n")
     console.print(f"wrote {output}")
-    return 0 if results["double_bookings"] == 0 and results["create"]["created"] == len(slots) else 1
+    complete = all(
+        run["created"] == run["attempted"] for setup in results["setups"] for run in setup["create"]
+    )
+    clean = all(setup["double_bookings"] == 0 for setup in results["setups"])
+    return 0 if complete and clean else 1
 
 
 def _print_table(console: Console, results: dict[str, Any]) -> None:
-    table = Table(title="osbp backend benchmark (Bookwell on 127.0.0.1, SQLite WAL)")
+    table = Table(title="osbp backend benchmark (Bookwell on 127.0.0.1: SQLite WAL, PostgreSQL)")
+    table.add_column("setup")
     table.add_column("measure")
     table.add_column("value", justify="right")
-    for row in results["availability"]:
-        label = f"availability, {row['existing_appointments']:,} existing appointments"
-        table.add_row(label, f"p50 {row['p50_ms']:.2f} ms · p99 {row['p99_ms']:.2f} ms")
-    table.add_row("availability p50, 100k ÷ empty", f"{results['availability_p50_ratio_100k_vs_empty']:.2f}×")
-    create = results["create"]
-    table.add_row(
-        f"creates, {create['clients']} concurrent clients, distinct slots",
-        f"{create['creates_per_second']:.1f} /s ({create['created']} in {create['seconds']:.2f} s)",
-    )
-    table.add_row("double bookings", str(results["double_bookings"]))
+    for setup in results["setups"]:
+        label = setup["setup"]
+        for row in setup.get("availability", []):
+            measure = f"availability, {row['existing_appointments']:,} existing appointments"
+            table.add_row(label, measure, f"p50 {row['p50_ms']:.2f} ms · p99 {row['p99_ms']:.2f} ms")
+        if "availability_p50_ratio_100k_vs_empty" in setup:
+            ratio = setup["availability_p50_ratio_100k_vs_empty"]
+            table.add_row(label, "availability p50, 100k ÷ empty", f"{ratio:.2f}×")
+        for run in setup["create"]:
+            table.add_row(
+                label,
+                f"creates, {run['clients']} concurrent clients, distinct slots",
+                f"{run['creates_per_second']:.1f} /s ({run['created']} in {run['seconds']:.2f} s)",
+            )
+        table.add_row(label, "double bookings", str(setup["double_bookings"]))
     console.print(table)

@@ -13,7 +13,7 @@ from osbp.bench import cli
 
 #: Every benchmark's own flags, as documented in docs/*.md.
 FLAGS = {
-    "backend": ("--requests", "--creates", "--clients"),
+    "backend": ("--requests", "--creates", "--clients", "--postgres-url"),
     "adapter": ("--iterations",),
     "mcp": ("--cold-runs", "--calls", "--warmup"),
     "loop": ("--rounds", "--loops", "--loop-warmup", "--against"),
@@ -51,6 +51,17 @@ def test_the_iterations_flag_reaches_the_adapter_benchmark_run_as_a_process(tmp_
     assert json.loads((tmp_path / "adapter.json").read_text(encoding="utf-8"))["iterations"] == 5
     assert "adapter → platform over loopback (5 bookings)" in result.stdout
     assert [path.name for path in tmp_path.iterdir()] == ["adapter.json"]
+
+
+def test_the_backend_benchmark_runs_8_and_32_clients_and_postgresql_only_when_given_a_server(monkeypatch):
+    """Platform choice: creates at 8 and 32 clients by default; the PostgreSQL rows need a server URL."""
+    monkeypatch.delenv("OSBP_BENCH_POSTGRES_URL", raising=False)
+    planned = cli.plan(["backend"])
+    assert isinstance(planned, cli.Plan)
+    assert (planned.args.clients, planned.args.postgres_url) == ((8, 32), None)
+    given = cli.plan(["backend", "--clients", "4,16", "--postgres-url", "postgresql://pg@127.0.0.1/postgres"])
+    assert isinstance(given, cli.Plan)
+    assert (given.args.clients, given.args.postgres_url) == ((4, 16), "postgresql://pg@127.0.0.1/postgres")
 
 
 def test_help_lists_every_benchmarks_own_flags():
