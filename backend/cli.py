@@ -136,6 +136,20 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _parse(
+    parser: argparse.ArgumentParser, argv: Sequence[str]
+) -> tuple[BackendSettings, argparse.Namespace] | int:
+    """The settings the command line and environment give, or the exit status after saying why not."""
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2, already explained on stderr)
+        return int(exc.code or 0)
+    try:
+        return settings_from_args(args), args
+    except ValidationError as error:
+        return _fail(_describe(error, args))
+
+
 def _migrate(argv: Sequence[str]) -> int:
     """`osbp backend migrate`: apply pending migrations to the `--db` database, one line on stdout."""
     parser = _Parser(
@@ -144,14 +158,10 @@ def _migrate(argv: Sequence[str]) -> int:
         allow_abbrev=False,
     )
     parser.add_argument("--db", dest="db", metavar="DB", help=_help("db"))
-    try:
-        args = parser.parse_args(list(argv))
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    try:
-        settings = settings_from_args(args)
-    except ValidationError as error:
-        return _fail(_describe(error, args))
+    parsed = _parse(parser, argv)
+    if isinstance(parsed, int):
+        return parsed
+    settings, args = parsed
     from sqlalchemy.exc import OperationalError
 
     from osbp.backend.database_url import redact
@@ -184,14 +194,10 @@ def main(argv: Sequence[str]) -> int:
     """Run the platform until interrupted (or, given `migrate`, migrate its database)."""
     if list(argv[:1]) == ["migrate"]:
         return _migrate(argv[1:])
-    try:
-        args = build_parser().parse_args(list(argv))
-    except SystemExit as exc:  # argparse: --help (0) or a usage error (2, already explained on stderr)
-        return int(exc.code or 0)
-    try:
-        settings = settings_from_args(args)
-    except ValidationError as error:
-        return _fail(_describe(error, args))
+    parsed = _parse(build_parser(), argv)
+    if isinstance(parsed, int):
+        return parsed
+    settings, args = parsed
     # The application (FastAPI, SQLAlchemy, uvicorn) is imported only once the settings are valid, so a
     # mistyped flag is answered at once.
     from sqlalchemy.exc import OperationalError

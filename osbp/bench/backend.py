@@ -43,7 +43,7 @@ from osbp.backend.schema import upgrade
 from osbp.bench.latency import percentile_ms
 from osbp.bench.options import Options, at_least, count
 
-__all__ = ["add_arguments", "report"]
+__all__ = ["add_arguments", "distinct_slots", "report"]
 
 ORG = "carolyns_dental"
 SERVICE = "carolyns_dental_cleaning"
@@ -126,7 +126,7 @@ def _availability(client: httpx2.Client, requests: int) -> tuple[float, float]:
     return percentile_ms(samples, 50), percentile_ms(samples, 99)
 
 
-def _distinct_slots(client: httpx2.Client, wanted: int) -> list[dict[str, Any]]:
+def distinct_slots(client: httpx2.Client, wanted: int) -> list[dict[str, Any]]:
     """Non-overlapping slots per provider, from the platform's own availability."""
     chosen: list[dict[str, Any]] = []
     for day in CREATE_DAYS:
@@ -274,7 +274,7 @@ def _run_setup(setup: Setup, url: str, args: argparse.Namespace, console: Consol
             result["create"] = []
             for clients in args.clients:
                 console.log(f"{setup.label}: {clients} clients creating {args.creates} appointments")
-                slots = _distinct_slots(client, args.creates)
+                slots = distinct_slots(client, args.creates)
                 seconds, statuses = _throughput(base_urls, slots, clients, f"{clients}")
                 result["create"].append(
                     {

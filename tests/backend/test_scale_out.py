@@ -19,7 +19,8 @@ from osbp.backend.db import Database
 from osbp.backend.models import Appointment
 from osbp.backend.process import PlatformProcess
 from osbp.backend.schema import upgrade
-from tests.support.bookwell import CREATE_PATH, DAY, NOW, booking, race
+from osbp.bench.backend import distinct_slots
+from tests.support.bookwell import CREATE_PATH, NOW, booking, race
 from tests.support.postgres import PostgresServer
 from tests.support.postgres import database as postgres_database
 
@@ -141,36 +142,18 @@ def test_a_code_sent_through_one_process_is_accepted_by_a_create_on_another(shar
     assert created.json()["verified_by"] == "sms"
 
 
-def _distinct_slots(base_url: str, wanted: int) -> list[dict[str, Any]]:
-    """Non-overlapping slots of both providers over the days from DAY, from the platform's availability."""
-    chosen: list[dict[str, Any]] = []
-    day = 5
-    with httpx2.Client(base_url=base_url) as client:
-        while len(chosen) < wanted:
-            slots = client.get(
-                f"/api/organizations/{ORG}/availability",
-                params={"service_id": "carolyns_dental_cleaning", "date": f"2026-05-{day:02d}"},
-            ).json()["slots"]
-            last_end: dict[str, str] = {}
-            for slot in slots:
-                if slot["time"] >= last_end.get(slot["provider_id"], ""):
-                    chosen.append(slot)
-                    last_end[slot["provider_id"]] = slot["end_time"]
-            day += 1
-    return chosen[:wanted]
-
-
 def test_a_platform_process_killed_mid_create_loses_no_acknowledged_booking_and_makes_none_twice(
     database, postgres_url
 ):
     """Platform choice: kill -9 during 50 creates; retried with the same keys on a new process, every
     acknowledged booking is there exactly once and every key holds exactly one appointment."""
-    assert DAY == "2026-05-05"
     with ExitStack() as stack:
         (victim,) = _platforms(stack, postgres_url, 1)
-        slots = _distinct_slots(victim.base_url, 50)
+        with httpx2.Client(base_url=victim.base_url, timeout=60) as client:
+            slots = distinct_slots(client, 50)
         bodies = [
             booking(
+                location_id=slot["location_id"],
                 provider_id=slot["provider_id"],
                 date=slot["date"],
                 time=slot["time"],
