@@ -1,7 +1,8 @@
 """`Idempotency-Key` handling for appointment creates (IETF httpapi idempotency-key draft semantics).
 
 Keys are scoped per organization and kept 24 hours on the platform clock. The key's check and the create
-run in ONE write transaction (`BEGIN IMMEDIATE`, see `appointments.create`), so a process killed at any
+run in ONE write transaction (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: after an advisory lock on the key,
+so duplicates on several processes queue too; see `appointments.create`), so a process killed at any
 moment leaves either nothing (the key is free, the retry creates) or the appointment together with its
 stored response (the retry replays the 201): never a key stuck "in flight". A concurrent duplicate waits
 for the write lock and then replays. Only a successful create (201) is stored; a refusal stores nothing,
