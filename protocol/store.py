@@ -187,7 +187,7 @@ _URL_SCHEMES = ("postgresql", "postgres")
 
 
 def parse_state_location(value: str | Path) -> str | Path:
-    """The state location setting: a file path (or ``sqlite:///path``) as a Path, a PostgreSQL URL as is.
+    """The state location setting: a file path (or ``sqlite:///PATH``) as a Path, a PostgreSQL URL as is.
 
     Any other ``scheme://`` value is refused (a URL is never silently taken for a file name).
     """
@@ -197,9 +197,10 @@ def parse_state_location(value: str | Path) -> str | Path:
     if not separator or "/" in scheme:
         return Path(value)
     if scheme == "sqlite":
+        # SQLAlchemy's form: sqlite:///relative/path, sqlite:////absolute/path.
         if not rest.startswith("/") or rest == "/":
-            raise ValueError("a sqlite:// state location is sqlite:///PATH (three slashes, then the path)")
-        return Path(rest[1:] if rest.startswith("//") else rest)
+            raise ValueError("be sqlite:///PATH (three slashes, then the path)")
+        return Path(rest[1:])
     if scheme not in _URL_SCHEMES:
         raise ValueError(f"be a file path or a postgresql:// URL, not a {scheme}:// URL")
     parts = urlsplit(value)
