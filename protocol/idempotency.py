@@ -203,19 +203,17 @@ class IdempotencyStore:
         lease = Lease(key, payload_hash, secrets.token_hex(16))
         expires = now + duration_micros(self._lease_ttl)
         with self._state.write() as db:
+            # A new key is claimed by its insert alone; a present key (the insert does nothing: on
+            # PostgreSQL after waiting for a replica's uncommitted insert of it) is read with its row locked.
+            inserted = db.execute(
+                "INSERT INTO idempotency (key, payload_hash, state, lease_id, lease_expires, lease_owner,"
+                " created_at, updated_at) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?)"
+                " ON CONFLICT (key) DO NOTHING",
+                (key, payload_hash, lease.lease_id, expires, lease_owner(), now, now),
+            ).rowcount
+            if inserted == 1:
+                return Claimed(lease)
             row = db.execute(_SELECT_CLAIM + self._state.for_update, (key,)).fetchone()
-            if row is None:
-                inserted = db.execute(
-                    "INSERT INTO idempotency (key, payload_hash, state, lease_id, lease_expires, lease_owner,"
-                    " created_at, updated_at) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (key) DO NOTHING",
-                    (key, payload_hash, lease.lease_id, expires, lease_owner(), now, now),
-                ).rowcount
-                if inserted == 1:
-                    return Claimed(lease)
-                # Another replica inserted the key after our read (a row-locking engine only: SQLite's
-                # write lock excludes it); its row is committed now, so read it, locked.
-                row = db.execute(_SELECT_CLAIM + self._state.for_update, (key,)).fetchone()
             stored_hash, state, receipt_json, lease_id, lease_expires, owner, placing_json = row
             # A key stays bound to its first payload, whether that attempt settled, is in flight,
             # or ended without creating (spec: the same key with a different payload conflicts).
