@@ -62,7 +62,8 @@ __all__ = [
 #: Where the state file lives unless configured otherwise (relative to the working directory).
 DEFAULT_STATE_PATH = Path(".osbp/state/osbp.sqlite3")
 
-_SCHEMA = """
+#: The tables (SQLite types; the PostgreSQL store makes the same ones with 64-bit integers).
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS idempotency (
     key            TEXT PRIMARY KEY,
     payload_hash   TEXT NOT NULL,
@@ -312,7 +313,7 @@ class StateStore:
             self._use_wal(connection)
             # IMMEDIATE: the schema check and its creation are one write transaction, never a deferred
             # read that fails to upgrade when another opener got there first.
-            connection.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+            connection.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
             _add_columns(connection)
             _hash_clear_tokens(connection)
 

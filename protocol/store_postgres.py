@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from osbp.protocol.store import StateCursor, StateUnavailable, redacted
+from osbp.protocol.store import SCHEMA, StateCursor, StateUnavailable, redacted
 
 try:
     import psycopg
@@ -36,36 +36,8 @@ except ImportError:  # pragma: no cover - exercised only where the extra is not 
 
 __all__ = ["POOL_SIZE", "PostgresStateStore"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS idempotency (
-    key            TEXT PRIMARY KEY,
-    payload_hash   TEXT NOT NULL,
-    state          TEXT NOT NULL CHECK (state IN ('pending', 'settled')),
-    receipt_json   TEXT,
-    lease_id       TEXT,
-    lease_expires  BIGINT,
-    created_at     BIGINT NOT NULL,
-    updated_at     BIGINT NOT NULL,
-    lease_owner    TEXT,
-    placing_json   TEXT
-);
-CREATE TABLE IF NOT EXISTS approvals (
-    token_hash     TEXT PRIMARY KEY,
-    payload_hash   TEXT NOT NULL,
-    summary_hash   TEXT NOT NULL,
-    issued_at      BIGINT NOT NULL,
-    expires_at     BIGINT NOT NULL,
-    spent_at       BIGINT,
-    offer_json     TEXT
-);
-CREATE INDEX IF NOT EXISTS approvals_by_payload ON approvals (payload_hash, summary_hash);
-CREATE TABLE IF NOT EXISTS booking_snapshots (
-    booking_id     TEXT PRIMARY KEY,
-    idempotency_key TEXT NOT NULL,
-    booking_json   TEXT NOT NULL,
-    recorded_at    BIGINT NOT NULL
-);
-"""
+#: The SQLite file's tables, times as BIGINT (microseconds since the epoch outgrow a 32-bit INTEGER here).
+_SCHEMA = SCHEMA.replace(" INTEGER", " BIGINT")
 
 #: Any constant: the advisory lock that serialises schema creation among replicas starting together
 #: (concurrent ``CREATE TABLE IF NOT EXISTS`` can collide in PostgreSQL's catalog).

@@ -12,30 +12,12 @@ from datetime import UTC, datetime
 import psycopg
 import pytest
 
-from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN, ApprovalGate, Approved
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.idempotency import Claimed, IdempotencyStore
-from osbp.protocol.models import BookingCreateInput, Problem
-from osbp.protocol.store import StateUnavailable, approval_token_hash, open_state_store, parse_state_location
+from osbp.protocol.store import StateUnavailable, open_state_store, parse_state_location
 from osbp.protocol.store_postgres import PostgresStateStore
-from tests.support.state import stored_text
 
 NOW = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
-CREATE = BookingCreateInput.model_validate(
-    {
-        "mandate": {
-            "id": "mnd_1",
-            "expires_at": "2026-07-31T23:59:59Z",
-            "allowed_actions": ["booking.create"],
-        },
-        "idempotency_key": "idem_pg",
-        "service_id": "svc",
-        "schedule_id": "sch",
-        "provider_id": "prov",
-        "date": "2026-07-07",
-        "time": "09:00",
-    }
-)
 
 
 def backend_pid(store: PostgresStateStore) -> int:
@@ -127,24 +109,6 @@ def test_closing_the_store_ends_its_idle_sessions(postgres_url: str) -> None:
     assert alive == (0,)
     assert backend_pid(store) != pid
     store.close()
-
-
-def test_the_state_database_never_holds_an_issued_token_only_its_hash(postgres_url: str) -> None:
-    """OSBP spec, Security and Privacy: durable secrets are never stored in clear, in a database either."""
-    gate = ApprovalGate(open_state_store(postgres_url), clock=FixedClock(NOW))
-    challenge = gate.evaluate(CREATE, "Book it.")
-    assert isinstance(challenge, Problem)
-    found = APPROVAL_TOKEN_PATTERN.search(challenge.message)
-    assert found is not None
-    token = found.group(1)
-    approved = BookingCreateInput.model_validate(
-        {**CREATE.to_wire(), "approval": {"confirmed": True, "token": token}}
-    )
-    assert gate.evaluate(approved, "Book it.") == Approved(token)
-    gate.mark_spent(token)
-    stored = stored_text(postgres_url)
-    assert approval_token_hash(token) in stored
-    assert token not in stored
 
 
 def test_a_released_key_taken_over_by_two_replicas_at_once_has_one_holder(postgres_url: str) -> None:
