@@ -20,7 +20,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr
 
-from osbp.protocol.store import DEFAULT_STATE_PATH, parse_state_location
+from osbp.protocol.state import parse_state_location
+from osbp.protocol.store import DEFAULT_STATE_PATH
 
 __all__ = ["AdapterSettings", "Setting"]
 
@@ -61,12 +62,7 @@ class AdapterSettings(BaseModel):
     state_path: Annotated[
         Path | str,
         BeforeValidator(parse_state_location),
-        Setting(
-            "OSBP_STATE_PATH",
-            "--state-path",
-            "be a file path or a postgresql://[user[:password]@]host[:port]/database URL",
-            "PATH|URL",
-        ),
+        Setting("OSBP_STATE_PATH", "--state-path", _STATE_LOCATION, "PATH|URL"),
     ] = Field(
         default=DEFAULT_STATE_PATH,
         description="SQLite file, or postgresql:// URL shared by replicas, holding idempotency records and"

@@ -43,7 +43,7 @@ from osbp.protocol.models import (
 )
 from osbp.protocol.port import PlatformAdapter
 from osbp.protocol.problems import UPSTREAM_UNAVAILABLE
-from osbp.protocol.store import StateBackend, open_state_store
+from osbp.protocol.state import StateBackend, open_state_store
 
 __all__ = ["SNAPSHOT_FALLBACK", "OsbpCore"]
 

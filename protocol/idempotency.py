@@ -49,7 +49,8 @@ from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.models import Booking, BookingCreateInput, Problem, Receipt, RuntimeDiagnostics
 from osbp.protocol.problems import ProblemCode, problem
-from osbp.protocol.store import StateBackend, duration_micros, to_micros
+from osbp.protocol.state import StateBackend
+from osbp.protocol.store import duration_micros, to_micros
 
 __all__ = [
     "IDEMPOTENCY_IN_PROGRESS",

@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from osbp.protocol.store import SCHEMA, StateCursor, StateUnavailable, redacted
+from osbp.protocol.state import StateCursor, StateUnavailable, redacted
+from osbp.protocol.store import SCHEMA
 
 try:
     import psycopg

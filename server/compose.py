@@ -30,7 +30,7 @@ from osbp.protocol.clock import Clock
 from osbp.protocol.contract import BookingAdapter
 from osbp.protocol.core import OsbpCore
 from osbp.protocol.port import PlatformAdapter
-from osbp.protocol.store import StateUnavailable, open_state_store, redacted
+from osbp.protocol.state import StateUnavailable, open_state_store, redacted
 from osbp.server.audit import AuditLog
 from osbp.server.settings import Leaf, ServerSettings, settings_of
 

@@ -36,7 +36,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 from osbp.adapter.settings import AdapterSettings, Setting
 from osbp.protocol.approval import APPROVAL_TTL
 from osbp.protocol.clock import Clock, FixedClock, SystemClock
-from osbp.protocol.store import redacted
+from osbp.protocol.state import redacted
 from osbp.protocol.timeutil import parse_instant
 from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
 

@@ -37,7 +37,7 @@ from osbp.bench.results import publish
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.idempotency import Claimed, IdempotencyStore, Replay
 from osbp.protocol.models import Receipt
-from osbp.protocol.store import open_state_store
+from osbp.protocol.state import open_state_store
 
 __all__ = ["add_arguments", "report", "run"]
 

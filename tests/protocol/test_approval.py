@@ -27,7 +27,7 @@ from osbp.protocol.models import (
     Slot,
 )
 from osbp.protocol.port import Offer, offer_from_json, offer_to_json
-from osbp.protocol.store import open_state_store
+from osbp.protocol.state import open_state_store
 from tests.support.state import stored_text
 
 START = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)

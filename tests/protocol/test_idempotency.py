@@ -25,7 +25,8 @@ from osbp.protocol.idempotency import (
     lease_owner,
 )
 from osbp.protocol.models import Booking, BookingCreateInput, Receipt
-from osbp.protocol.store import StateStore, open_state_store
+from osbp.protocol.state import open_state_store
+from osbp.protocol.store import StateStore
 from tests.support.processes import spawn_together
 
 RECEIPT = Receipt(id="receipt_idem_1", booking_id="appt_1", text="Booked Regular cleaning.")

@@ -20,7 +20,8 @@ from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.idempotency import booking_payload_hash
 from osbp.protocol.models import BookingCreateInput, Problem
-from osbp.protocol.store import StateStore, approval_token_hash, duration_micros, open_state_store, to_micros
+from osbp.protocol.state import open_state_store
+from osbp.protocol.store import StateStore, approval_token_hash, duration_micros, to_micros
 from tests.support.processes import spawn_together
 from tests.support.state import stored_text
 

@@ -14,7 +14,7 @@ import pytest
 
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.idempotency import Claimed, IdempotencyStore
-from osbp.protocol.store import StateUnavailable, open_state_store, parse_state_location
+from osbp.protocol.state import StateUnavailable, open_state_store
 from osbp.protocol.store_postgres import PostgresStateStore
 
 NOW = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
@@ -24,27 +24,6 @@ def backend_pid(store: PostgresStateStore) -> int:
     with store.read() as db:
         pid: int = db.execute("SELECT pg_backend_pid()").fetchone()[0]
     return pid
-
-
-def test_a_postgresql_url_opens_the_postgresql_store(postgres_url: str) -> None:
-    """Platform choice: one location setting; a postgresql:// URL is the shared database, not a file name."""
-    store = open_state_store(postgres_url)
-    assert isinstance(store, PostgresStateStore)
-    assert store.for_update == " FOR UPDATE"
-    store.close()
-
-
-@pytest.mark.parametrize(
-    ("given", "parsed"),
-    [
-        ("state/osbp.sqlite3", "state/osbp.sqlite3"),
-        ("sqlite:///state/osbp.sqlite3", "state/osbp.sqlite3"),
-        ("sqlite:////srv/osbp/state.sqlite3", "/srv/osbp/state.sqlite3"),
-    ],
-)
-def test_a_path_or_a_sqlite_url_is_the_state_file(given: str, parsed: str) -> None:
-    """Platform choice: a plain path and sqlite:///PATH (SQLAlchemy's form) both name the state file."""
-    assert str(parse_state_location(given)) == parsed
 
 
 def test_an_unreachable_database_is_refused_with_one_line() -> None:

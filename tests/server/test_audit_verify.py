@@ -371,7 +371,8 @@ def test_a_forged_event_id_cannot_break_the_one_line_verdict(log_path, capsys):
 
 
 def head_of(path: Path) -> str:
-    return json.loads(path.read_text().splitlines()[-1])["hash"]
+    head: str = json.loads(path.read_text().splitlines()[-1])["hash"]
+    return head
 
 
 def test_several_replicas_logs_are_each_verified_and_named(tmp_path, capsys):
