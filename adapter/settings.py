@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr
 
+from osbp.protocol.state import parse_state_location
 from osbp.protocol.store import DEFAULT_STATE_PATH
 
 __all__ = ["AdapterSettings", "Setting"]
@@ -41,6 +42,7 @@ class Setting:
 
 
 _SECONDS = "be a positive number of seconds"
+_STATE_LOCATION = "be a file path or a postgresql://[user[:password]@]host[:port]/database URL"
 
 
 class AdapterSettings(BaseModel):
@@ -57,9 +59,14 @@ class AdapterSettings(BaseModel):
     organization_id: Annotated[
         str, Setting("OSBP_ORGANIZATION_ID", "--organization-id", "not be empty", "ID")
     ] = Field(min_length=1, description="the one organization this process serves (required)")
-    state_path: Annotated[Path, Setting("OSBP_STATE_PATH", "--state-path", metavar="PATH")] = Field(
+    state_path: Annotated[
+        Path | str,
+        BeforeValidator(parse_state_location),
+        Setting("OSBP_STATE_PATH", "--state-path", _STATE_LOCATION, "PATH|URL"),
+    ] = Field(
         default=DEFAULT_STATE_PATH,
-        description="SQLite file holding idempotency records and pending approvals",
+        description="SQLite file, or postgresql:// URL shared by replicas, holding idempotency records and"
+        " pending approvals",
     )
     connect_timeout_s: Annotated[float, Setting("OSBP_CONNECT_TIMEOUT_S", rule=_SECONDS)] = Field(
         default=5.0, gt=0, description="TCP connect timeout per request"

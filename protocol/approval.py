@@ -45,7 +45,8 @@ from osbp.protocol.idempotency import booking_payload_hash
 from osbp.protocol.models import BookingCreateInput, Customer, Money, Policy, Problem, Service, Slot
 from osbp.protocol.money import fixed_amount, format_display
 from osbp.protocol.problems import ProblemCode, problem
-from osbp.protocol.store import StateStore, approval_token_hash, duration_micros, to_micros
+from osbp.protocol.state import StateBackend
+from osbp.protocol.store import approval_token_hash, duration_micros, to_micros
 from osbp.protocol.timeutil import parse_duration_minutes, parse_wall_clock
 
 __all__ = [
@@ -253,7 +254,7 @@ class ApprovalGate:
 
     def __init__(
         self,
-        state: StateStore,
+        state: StateBackend,
         *,
         clock: Clock | None = None,
         token_source: Callable[[], str] = default_token_source,

@@ -43,7 +43,7 @@ from osbp.protocol.models import (
 )
 from osbp.protocol.port import PlatformAdapter
 from osbp.protocol.problems import UPSTREAM_UNAVAILABLE
-from osbp.protocol.store import StateStore
+from osbp.protocol.state import StateBackend, open_state_store
 
 __all__ = ["SNAPSHOT_FALLBACK", "OsbpCore"]
 
@@ -61,7 +61,7 @@ class OsbpCore:
         self,
         adapter: PlatformAdapter,
         *,
-        state: StateStore | Path,
+        state: StateBackend | Path | str,
         clock: Clock | None = None,
         token_source: Callable[[], str] = default_token_source,
         idempotency: IdempotencyStore | None = None,
@@ -72,7 +72,7 @@ class OsbpCore:
                 f"{type(adapter).__name__} is not a PlatformAdapter: it needs organization_id, "
                 "resolve_booking and place_booking besides the read methods (docs/adapter.md)"
             )
-        store = state if isinstance(state, StateStore) else StateStore(state)
+        store = open_state_store(state) if isinstance(state, Path | str) else state
         self._store = store
         self._clock = clock or SystemClock()
         self.adapter = adapter

@@ -16,8 +16,9 @@ passed, it calls :meth:`IdempotencyStore.claim`:
   other outcome (so the same attempt can be retried, e.g. after ``requires_verification``; the key stays
   bound to its payload).
 
-Concurrent duplicates of one key (threads or processes sharing the file) are serialized by the row: one
-caller claims, the others poll until it settles (then they replay) or the wait runs out. A lease that
+Concurrent duplicates of one key (threads, processes or replicas sharing the state) are serialized by
+the row (SQLite's write lock, PostgreSQL's ``ON CONFLICT`` and ``FOR UPDATE``): one caller claims, the
+others poll until it settles (then they replay) or the wait runs out. A lease that
 outlives ``lease_ttl`` on the injected clock (a crashed holder) can be taken over, and so, at once, can a
 lease whose owner (host, pid and the pid's start time) is a process on this host that no longer runs.
 
@@ -48,7 +49,8 @@ from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.models import Booking, BookingCreateInput, Problem, Receipt, RuntimeDiagnostics
 from osbp.protocol.problems import ProblemCode, problem
-from osbp.protocol.store import StateStore, duration_micros, to_micros
+from osbp.protocol.state import StateBackend
+from osbp.protocol.store import duration_micros, to_micros
 
 __all__ = [
     "IDEMPOTENCY_IN_PROGRESS",
@@ -138,6 +140,11 @@ class InProgress:
 
 ClaimOutcome = Claimed | Replay | Conflict | InProgress
 
+_SELECT_CLAIM = (
+    "SELECT payload_hash, state, receipt_json, lease_id, lease_expires, lease_owner, placing_json"
+    " FROM idempotency WHERE key = ?"
+)
+
 
 def _start_ticks(pid: int) -> str | None:
     """When process ``pid`` started (Linux ``/proc``), so a reused pid is not mistaken for the holder."""
@@ -177,7 +184,7 @@ class IdempotencyStore:
 
     def __init__(
         self,
-        state: StateStore,
+        state: StateBackend,
         *,
         clock: Clock | None = None,
         lease_ttl: timedelta = timedelta(minutes=2),
@@ -194,46 +201,39 @@ class IdempotencyStore:
 
     def _try_claim(self, key: str, payload_hash: str, waited: bool) -> ClaimOutcome | None:
         now = to_micros(self._clock.now())
+        lease = Lease(key, payload_hash, secrets.token_hex(16))
+        expires = now + duration_micros(self._lease_ttl)
         with self._state.write() as db:
-            row = db.execute(
-                "SELECT payload_hash, state, receipt_json, lease_id, lease_expires, lease_owner, placing_json"
-                " FROM idempotency WHERE key = ?",
-                (key,),
-            ).fetchone()
-            placing: Placing | None = None
-            if row is not None:
-                stored_hash, state, receipt_json, lease_id, lease_expires, owner, placing_json = row
-                # A key stays bound to its first payload, whether that attempt settled, is in flight,
-                # or ended without creating (spec: the same key with a different payload conflicts).
-                if stored_hash != payload_hash:
-                    return Conflict(problem(ProblemCode.IDEMPOTENCY_CONFLICT))
-                if state == "settled":
-                    return Replay(Receipt.model_validate_json(receipt_json))
-                placing = _placing(placing_json)
-                if lease_id is None and waited and placing is None:
-                    # The holder released without settling (its attempt failed): do not silently start
-                    # a second platform attempt on its heels; the caller decides to retry.
-                    return InProgress(
-                        _in_progress("The earlier call with this idempotency_key did not complete")
-                    )
-                if lease_id is not None and lease_expires > now and not _provably_dead(owner):
-                    return None  # pending under a live lease: wait
-            # New, released, or held by a crashed holder (lease expired, or its process is gone): take it.
-            lease = Lease(key, payload_hash, secrets.token_hex(16))
-            db.execute(
+            # A new key is claimed by its insert alone; a present key (the insert does nothing: on
+            # PostgreSQL after waiting for a replica's uncommitted insert of it) is read with its row locked.
+            inserted = db.execute(
                 "INSERT INTO idempotency (key, payload_hash, state, lease_id, lease_expires, lease_owner,"
-                " created_at, updated_at) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE"
-                " SET lease_id = excluded.lease_id, lease_expires = excluded.lease_expires,"
-                " lease_owner = excluded.lease_owner, updated_at = excluded.updated_at",
-                (
-                    key,
-                    payload_hash,
-                    lease.lease_id,
-                    now + duration_micros(self._lease_ttl),
-                    lease_owner(),
-                    now,
-                    now,
-                ),
+                " created_at, updated_at) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?)"
+                " ON CONFLICT (key) DO NOTHING",
+                (key, payload_hash, lease.lease_id, expires, lease_owner(), now, now),
+            ).rowcount
+            if inserted == 1:
+                return Claimed(lease)
+            row = db.execute(_SELECT_CLAIM + self._state.for_update, (key,)).fetchone()
+            stored_hash, state, receipt_json, lease_id, lease_expires, owner, placing_json = row
+            # A key stays bound to its first payload, whether that attempt settled, is in flight,
+            # or ended without creating (spec: the same key with a different payload conflicts).
+            if stored_hash != payload_hash:
+                return Conflict(problem(ProblemCode.IDEMPOTENCY_CONFLICT))
+            if state == "settled":
+                return Replay(Receipt.model_validate_json(receipt_json))
+            placing = _placing(placing_json)
+            if lease_id is None and waited and placing is None:
+                # The holder released without settling (its attempt failed): do not silently start
+                # a second platform attempt on its heels; the caller decides to retry.
+                return InProgress(_in_progress("The earlier call with this idempotency_key did not complete"))
+            if lease_id is not None and lease_expires > now and not _provably_dead(owner):
+                return None  # pending under a live lease: wait
+            # Released, or held by a crashed holder (lease expired, or its process is gone): take it.
+            db.execute(
+                "UPDATE idempotency SET lease_id = ?, lease_expires = ?, lease_owner = ?, updated_at = ?"
+                " WHERE key = ?",
+                (lease.lease_id, expires, lease_owner(), now, key),
             )
             return Claimed(lease, placing)
 
@@ -271,8 +271,10 @@ class IdempotencyStore:
             )
             if booking is not None:
                 db.execute(
-                    "INSERT OR REPLACE INTO booking_snapshots (booking_id, idempotency_key, booking_json,"
-                    " recorded_at) VALUES (?, ?, ?, ?)",
+                    "INSERT INTO booking_snapshots (booking_id, idempotency_key, booking_json, recorded_at)"
+                    " VALUES (?, ?, ?, ?) ON CONFLICT (booking_id) DO UPDATE SET"
+                    " idempotency_key = excluded.idempotency_key, booking_json = excluded.booking_json,"
+                    " recorded_at = excluded.recorded_at",
                     (booking.id, lease.key, booking.to_wire_json(), now),
                 )
 

@@ -22,6 +22,11 @@ the one that met the lock changed nothing before it is run again.
 The file holds capabilities, so it is private: created ``0600`` (SQLite gives its ``-wal`` and ``-shm``
 files the same mode) in a directory created ``0700``, and it never holds an approval token in clear, only
 its :func:`approval_token_hash`. A file written before that rule is upgraded when opened.
+
+Where several MCP server replicas share the state, it lives on PostgreSQL instead
+(:mod:`osbp.protocol.store_postgres`); :func:`osbp.protocol.state.open_state_store` opens either from the
+one location setting. Both stores lend connections speaking one SQL dialect (``?`` placeholders, ``ON
+CONFLICT``); :attr:`StateStore.for_update` is the one fragment that differs.
 """
 
 from __future__ import annotations
@@ -39,12 +44,20 @@ from typing import TypeVar
 
 import anyio.to_thread
 
-__all__ = ["DEFAULT_STATE_PATH", "StateStore", "approval_token_hash", "duration_micros", "to_micros"]
+__all__ = [
+    "DEFAULT_STATE_PATH",
+    "SCHEMA",
+    "StateStore",
+    "approval_token_hash",
+    "duration_micros",
+    "to_micros",
+]
 
 #: Where the state file lives unless configured otherwise (relative to the working directory).
 DEFAULT_STATE_PATH = Path(".osbp/state/osbp.sqlite3")
 
-_SCHEMA = """
+#: The tables (SQLite types; the PostgreSQL store makes the same ones with 64-bit integers).
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS idempotency (
     key            TEXT PRIMARY KEY,
     payload_hash   TEXT NOT NULL,
@@ -173,8 +186,12 @@ def _create_private(path: Path) -> None:
 class StateStore:
     """A handle on the state file with its connection pool; safe to share across threads and processes."""
 
+    #: SQLite locks the whole file for a write transaction (``BEGIN IMMEDIATE``): no row lock to ask for.
+    for_update = ""
+
     def __init__(self, path: str | Path = DEFAULT_STATE_PATH, *, busy_timeout_s: float = 10.0) -> None:
         self.path = Path(path)
+        self.location = str(self.path)
         self.busy_timeout_s = busy_timeout_s
         self._pool: list[sqlite3.Connection] = []
         self._pool_lock = threading.Lock()
@@ -187,7 +204,7 @@ class StateStore:
             self._use_wal(connection)
             # IMMEDIATE: the schema check and its creation are one write transaction, never a deferred
             # read that fails to upgrade when another opener got there first.
-            connection.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+            connection.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
             _add_columns(connection)
             _hash_clear_tokens(connection)
 

@@ -1,10 +1,14 @@
-"""`osbp audit verify [PATH]`: check the audit log's hash chain and name the first broken link.
+"""`osbp audit verify [PATH ...]`: check audit logs' hash chains and name the first broken link of each.
 
 Exit status 0 when the chain is intact (the head hash is printed so it can be anchored elsewhere), 1 at
 the first broken link, 2 when there is no log to check (no such file, a directory, unreadable) or on a
 usage error, with one line on stderr saying which. PATH defaults to ``OSBP_AUDIT_LOG_PATH``, else
 ``.osbp/audit/events.jsonl``. When ``OSBP_AUDIT_KEY`` is set (environment only), every line's mac is
 checked against it as well.
+
+Several PATHs are the chains of several replicas (each replica keeps its own: docs/server.md, replicas):
+each is checked on its own, its verdict printed on lines that start with the file that names the
+replica, and the exit status is the worst of them (2 over 1 over 0).
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     verify = commands.add_parser("verify", help="check the hash chain and name the first broken link")
     verify.add_argument(
-        "path",
-        nargs="?",
-        help="the log file (default: $OSBP_AUDIT_LOG_PATH or .osbp/audit/events.jsonl)",
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="the log file, or one per replica (default: $OSBP_AUDIT_LOG_PATH or .osbp/audit/events.jsonl)",
     )
     return parser
 
@@ -72,26 +77,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:  # argparse exits on --help (0) and on usage errors (2)
         return int(exc.code or 0)
-    path = _log_path(args.path)
-    if isinstance(path, str):
-        return _fail(path)
+    paths = [_log_path(given) for given in args.paths or [None]]
+    refused = next((path for path in paths if isinstance(path, str)), None)
+    if refused is not None:
+        return _fail(refused)
     secret = os.environ.get("OSBP_AUDIT_KEY") or None
     if secret is not None and len(secret) < AUDIT_KEY_MIN_LENGTH:
         return _fail(f"OSBP_AUDIT_KEY must be at least {AUDIT_KEY_MIN_LENGTH} characters")
+    key = None if secret is None else secret.encode()
+    several = len(paths) > 1
+    return max(
+        _verify_one(path, key, f"{path}: " if several else "") for path in paths if isinstance(path, Path)
+    )
+
+
+def _verify_one(path: Path, key: bytes | None, label: str) -> int:
+    """Check one chain and print its verdict, each line led by ``label`` (the replica's file, if several)."""
     try:
-        report = verify_chain(path, None if secret is None else secret.encode())
+        report = verify_chain(path, key)
     except OSError as error:
-        return _fail(_unreadable(path, error))
+        return _fail(_unreadable(path, error))  # the message names the file already
     if report.first_break is None:
         how = "chain intact"
         if report.authenticated:
             how += ", every mac checked with OSBP_AUDIT_KEY"
-        sys.stdout.write(f"ok: {report.lines} events, {how}, head {report.head}\n")
+        sys.stdout.write(f"{label}ok: {report.lines} events, {how}, head {report.head}\n")
         return 0
     broken = report.first_break
     event = f" (event {_shown(broken.event_id)})" if broken.event_id else ""
     sys.stdout.write(
-        f"broken: line {broken.line}{event}: {broken.reason}\n"
-        f"the {report.lines} lines before it are intact (head {report.head})\n"
+        f"{label}broken: line {broken.line}{event}: {broken.reason}\n"
+        f"{label}the {report.lines} lines before it are intact (head {report.head})\n"
     )
     return 1

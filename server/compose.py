@@ -30,7 +30,7 @@ from osbp.protocol.clock import Clock
 from osbp.protocol.contract import BookingAdapter
 from osbp.protocol.core import OsbpCore
 from osbp.protocol.port import PlatformAdapter
-from osbp.protocol.store import StateStore
+from osbp.protocol.state import StateUnavailable, open_state_store, redacted
 from osbp.server.audit import AuditLog
 from osbp.server.settings import Leaf, ServerSettings, settings_of
 
@@ -91,8 +91,12 @@ def compose(settings: ServerSettings) -> Composition | str:
         # The store creates it by hand, private (0600 in a 0700 directory, like the audit log), so a
         # failure carries the operating system's reason rather than SQLite's "unable to open database".
         # The same store then serves the core: the file is opened (schema, migrations) once per start.
-        state = StateStore(state_path)
+        # A postgresql:// location is connected to and its schema made here the same way.
+        state = open_state_store(state_path)
+    except StateUnavailable as error:
+        return _cannot_reach(str(state_path), error, _leaf(("adapter", "state_path")))
     except (OSError, sqlite3.Error) as error:
+        assert isinstance(state_path, Path)  # a URL location raises StateUnavailable only
         return _cannot_create("the state file", state_path, error, _leaf(("adapter", "state_path")))
     audit = AuditLog(settings.audit_log_path, key=settings.audit_key_bytes())
     try:
@@ -145,6 +149,14 @@ def _cannot_create(what: str, path: Path, error: OSError | sqlite3.Error, leaf: 
     return (
         f"cannot create {what} {where}: {_reason(path.absolute(), error)}; "
         f"set {leaf.who} to an absolute path in a directory this user can write"
+    )
+
+
+def _cannot_reach(url: str, error: StateUnavailable, leaf: Leaf) -> str:
+    """One line: which state database cannot be used, why, and which setting names it."""
+    return (
+        f"cannot open the state database {redacted(url)}: {error}; "
+        f"check that it is running and reachable, or set {leaf.who} to another location"
     )
 
 

@@ -36,6 +36,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 from osbp.adapter.settings import AdapterSettings, Setting
 from osbp.protocol.approval import APPROVAL_TTL
 from osbp.protocol.clock import Clock, FixedClock, SystemClock
+from osbp.protocol.state import redacted
 from osbp.protocol.timeutil import parse_instant
 from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
 
@@ -77,7 +78,8 @@ class Leaf:
         """Why a value was rejected, in the rule's words (a secret's value is never repeated)."""
         rule = self.setting.rule or (f"be one of {', '.join(self.choices)}" if self.choices else None)
         given = error.get("input")
-        got = "" if self.setting.secret or not isinstance(given, str) else f" (got {given!r})"
+        # A URL's password is a secret inside a value that is not (a postgresql:// state location).
+        got = "" if self.setting.secret or not isinstance(given, str) else f" (got {redacted(given)!r})"
         if rule is None:
             return f"{self.who}: {str(error['msg']).lower()}{got}"
         return f"{self.who} must {rule}{got}"

@@ -6,6 +6,7 @@ examples every time; locally it keeps exploring new ones, which is where a rare 
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -44,3 +45,13 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
     """The URL of a fresh, empty PostgreSQL database for one test, dropped afterwards."""
     with database(postgres_server) as url:
         yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def state_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a test's OSBP state lives, once per engine: a fresh SQLite file, then a fresh PostgreSQL
+    database (the same suite must hold on both; the PostgreSQL case skips or fails like postgres_url)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "state" / "osbp.sqlite3")
+    url: str = request.getfixturevalue("postgres_url")
+    return url

@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from tests.support import postgres
+from osbp.bench import postgres
 from tests.support.postgres import PostgresServer
 
 

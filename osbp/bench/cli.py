@@ -15,15 +15,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, NoReturn
 
-from osbp.bench import adapter, backend, demo, loop, mcp
+from osbp.bench import adapter, backend, demo, loop, mcp, state
 from osbp.bench.options import Benchmark
 
 __all__ = ["BENCHES", "Plan", "build_parser", "main", "plan"]
 
 PROG = "osbp bench"
-#: In dependency order: the platform first, the whole demo last.
+#: In dependency order: the platform and the protocol's state store first, the whole demo last.
 BENCHES: dict[str, Benchmark] = {
     "backend": backend,
+    "state": state,
     "adapter": adapter,
     "mcp": mcp,
     "loop": loop,

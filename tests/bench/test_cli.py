@@ -14,6 +14,7 @@ from osbp.bench import cli
 #: Every benchmark's own flags, as documented in docs/*.md.
 FLAGS = {
     "backend": ("--requests", "--creates", "--clients", "--postgres-url"),
+    "state": ("--claims", "--state-processes", "--postgres-url"),
     "adapter": ("--iterations",),
     "mcp": ("--cold-runs", "--calls", "--warmup"),
     "loop": ("--rounds", "--loops", "--loop-warmup", "--against"),
@@ -30,7 +31,7 @@ def test_a_flag_before_any_name_sets_that_flag_and_every_benchmark_runs():
     """Platform choice: `osbp bench --iterations 5` runs every benchmark, the adapter's with 5 iterations."""
     planned = cli.plan(["--iterations", "5"])
     assert isinstance(planned, cli.Plan)
-    assert planned.names == ["backend", "adapter", "mcp", "loop", "demo"]
+    assert planned.names == ["backend", "state", "adapter", "mcp", "loop", "demo"]
     assert planned.args.iterations == 5
     assert planned.args.out == Path("bench-results")
 
@@ -93,7 +94,10 @@ def test_help_after_a_name_lists_that_benchmarks_flags_only():
             "osbp bench: --iterations is an option of the adapter benchmark, which this run leaves out: "
             "add `adapter` to the names, or drop --iterations",
         ),
-        (["bookit"], "osbp bench: unknown benchmark 'bookit': choose from backend, adapter, mcp, loop, demo"),
+        (
+            ["bookit"],
+            "osbp bench: unknown benchmark 'bookit': choose from backend, state, adapter, mcp, loop, demo",
+        ),
         (
             ["--iterations", "0"],
             "osbp bench: argument --iterations: expected a whole number ≥ 1, got '0' "

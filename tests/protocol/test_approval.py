@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +27,8 @@ from osbp.protocol.models import (
     Slot,
 )
 from osbp.protocol.port import Offer, offer_from_json, offer_to_json
-from osbp.protocol.store import StateStore
+from osbp.protocol.state import open_state_store
+from tests.support.state import stored_text
 
 START = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
 
@@ -96,10 +96,10 @@ def clock() -> FixedClock:
 
 
 @pytest.fixture
-def gate(tmp_path: Path, clock: FixedClock) -> ApprovalGate:
+def gate(state_location: str, clock: FixedClock) -> ApprovalGate:
     counter = itertools.count(1)
     return ApprovalGate(
-        StateStore(tmp_path / "state.sqlite3"), clock=clock, token_source=lambda: f"tok{next(counter)}"
+        open_state_store(state_location), clock=clock, token_source=lambda: f"tok{next(counter)}"
     )
 
 
@@ -413,11 +413,13 @@ def test_unknown_token_is_challenged(gate: ApprovalGate) -> None:
     assert challenge_token(result) == "tok1"
 
 
-def test_pending_approvals_survive_a_new_gate_on_the_same_file(tmp_path: Path, clock: FixedClock) -> None:
-    """Pending approvals live in the durable state file (platform choice)."""
-    path = tmp_path / "state.sqlite3"
-    token = challenge_token(ApprovalGate(StateStore(path), clock=clock).evaluate(create_input(), SUMMARY))
-    again = ApprovalGate(StateStore(path), clock=clock)
+def test_pending_approvals_survive_a_new_gate_on_the_same_file(
+    state_location: str, clock: FixedClock
+) -> None:
+    """Pending approvals live in the durable state, and a second replica redeems them (platform choice)."""
+    issuer = ApprovalGate(open_state_store(state_location), clock=clock)
+    token = challenge_token(issuer.evaluate(create_input(), SUMMARY))
+    again = ApprovalGate(open_state_store(state_location), clock=clock)
     assert again.evaluate(approved(create_input(), token), SUMMARY) == Approved(token)
 
 
@@ -453,7 +455,7 @@ def test_a_kept_offer_reads_back_equal_so_its_summary_is_the_approved_one() -> N
 
 
 def test_the_offer_kept_with_a_challenge_is_handed_back_for_its_approved_retry(
-    gate: ApprovalGate, tmp_path: Path
+    gate: ApprovalGate, state_location: str
 ) -> None:
     """OSBP spec, booking.create: the approved retry may use the facts the user approved (token-bound)."""
     inp = create_input()
@@ -462,7 +464,7 @@ def test_the_offer_kept_with_a_challenge_is_handed_back_for_its_approved_retry(
     kept = gate.approved_offer(approved(inp, token))
     assert kept is not None
     assert offer_from_json(kept) == OFFER
-    assert token not in (tmp_path / "state.sqlite3").read_bytes().decode("latin-1")
+    assert token not in stored_text(state_location)
 
 
 def test_a_kept_offer_is_never_handed_to_another_payload_a_spent_or_an_expired_token(

@@ -48,12 +48,15 @@ def platform(platform_db: Path) -> Iterator[PlatformProcess]:
         yield running
 
 
-def server_env(base_url: str, tmp_path: Path, crash_at: str | None = None) -> dict[str, str]:
-    """One server's configuration; the state and audit files are the same for every restart."""
+def server_env(
+    base_url: str, tmp_path: Path, crash_at: str | None = None, state: str | None = None
+) -> dict[str, str]:
+    """One server's configuration; the state (a file, or ``state``) and audit files are the same for every
+    restart."""
     env = {
         "OSBP_PLATFORM_BASE_URL": base_url,
         "OSBP_ORGANIZATION_ID": ORG,
-        "OSBP_STATE_PATH": str(tmp_path / "state" / "osbp.sqlite3"),
+        "OSBP_STATE_PATH": state or str(tmp_path / "state" / "osbp.sqlite3"),
         "OSBP_AUDIT_LOG_PATH": str(tmp_path / "audit" / "events.jsonl"),
         "OSBP_NOW": format_instant(NOW),
     }
@@ -100,15 +103,15 @@ def assert_one_booking(receipt: dict[str, Any], key: str, base_url: str) -> None
 
 @pytest.mark.parametrize("moment", ["before_post", "before_answer", "after_answer"])
 def test_a_server_killed_during_the_approved_create_settles_on_the_retry(
-    platform: PlatformProcess, tmp_path: Path, moment: str
+    platform: PlatformProcess, tmp_path: Path, moment: str, state_location: str
 ) -> None:
     """OSBP spec, booking.create idempotency: the same key and approval return the one appointment."""
     key = f"idem-crash-{moment}"
-    with StdioServer(server_env(platform.base_url, tmp_path, crash_at=moment)) as doomed:
+    with StdioServer(server_env(platform.base_url, tmp_path, moment, state_location)) as doomed:
         arguments = approved(doomed, booking_args(key))
         assert doomed.call(CREATE, arguments) is None
         assert doomed.died()
-    with StdioServer(server_env(platform.base_url, tmp_path)) as restarted:
+    with StdioServer(server_env(platform.base_url, tmp_path, state=state_location)) as restarted:
         receipt = restarted.call(CREATE, arguments)
         assert receipt is not None
         assert_one_booking(receipt, key, platform.base_url)
@@ -119,14 +122,14 @@ def test_a_server_killed_during_the_approved_create_settles_on_the_retry(
 
 
 def test_a_server_killed_after_its_claim_leaves_no_stuck_key(
-    platform: PlatformProcess, tmp_path: Path
+    platform: PlatformProcess, tmp_path: Path, state_location: str
 ) -> None:
     """OSBP spec, booking.create: a holder that died is taken over at once, not after the lease's wait."""
     key = "idem-crash-after-claim"
-    with StdioServer(server_env(platform.base_url, tmp_path, crash_at="after_claim")) as doomed:
+    with StdioServer(server_env(platform.base_url, tmp_path, "after_claim", state_location)) as doomed:
         assert doomed.call(CREATE, booking_args(key)) is None
         assert doomed.died()
-    with StdioServer(server_env(platform.base_url, tmp_path)) as restarted:
+    with StdioServer(server_env(platform.base_url, tmp_path, state=state_location)) as restarted:
         # A live-looking lease would be waited out and answered idempotency_in_progress, not a challenge.
         arguments = approved(restarted, booking_args(key))
         receipt = restarted.call(CREATE, arguments)
@@ -169,6 +172,46 @@ def test_a_platform_killed_before_its_commit_leaves_the_key_free(platform_db: Pa
             receipt = server.call(CREATE, arguments)
             assert receipt is not None
             assert_one_booking(receipt, key, second.base_url)
+
+
+REPLICAS = 4
+
+
+def test_replicas_sharing_one_state_sent_the_same_approved_create_at_once_book_once(
+    platform: PlatformProcess, tmp_path: Path, state_location: str
+) -> None:
+    """OSBP spec, booking.create idempotency: replicas sharing the state make one platform create for one
+    key, and the approval one replica issued is redeemed by whichever replica claims the retry."""
+    key = "idem-replicas"
+    servers = [
+        StdioServer(
+            server_env(platform.base_url, tmp_path / f"replica-{index}", state=state_location)
+        ).start()
+        for index in range(REPLICAS)
+    ]
+    try:
+        arguments = approved(servers[0], booking_args(key))
+        start = threading.Barrier(REPLICAS)
+        answers: list[dict[str, Any] | None] = []
+
+        def send(server: StdioServer) -> None:
+            start.wait(30)
+            answers.append(server.call(CREATE, arguments))
+
+        callers = [threading.Thread(target=send, args=(server,)) for server in servers]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join(90)
+    finally:
+        for server in servers:
+            server.stop()
+    assert len(answers) == REPLICAS
+    receipts = {json.dumps(answer["value"], sort_keys=True) for answer in answers if answer and answer["ok"]}
+    assert len(receipts) == 1, answers  # every replica answered the one receipt
+    assert all(answer is not None and answer["ok"] for answer in answers), answers
+    counters = stats(platform.base_url)
+    assert (counters["create_requests"], counters["appointments"]) == (1, 1), counters
 
 
 #: Kill loop length: a handful in `make test`; OSBP_CRASH_LOOP=100 for the full run the closing note cites.

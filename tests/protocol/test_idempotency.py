@@ -25,6 +25,7 @@ from osbp.protocol.idempotency import (
     lease_owner,
 )
 from osbp.protocol.models import Booking, BookingCreateInput, Receipt
+from osbp.protocol.state import open_state_store
 from osbp.protocol.store import StateStore
 from tests.support.processes import spawn_together
 
@@ -51,8 +52,8 @@ def create_input(**changes: Any) -> BookingCreateInput:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> IdempotencyStore:
-    return IdempotencyStore(StateStore(tmp_path / "state.sqlite3"), clock=FixedClock(START))
+def store(state_location: str) -> IdempotencyStore:
+    return IdempotencyStore(open_state_store(state_location), clock=FixedClock(START))
 
 
 def test_payload_hash_ignores_transient_fields_but_not_the_key() -> None:
@@ -116,9 +117,9 @@ def test_a_released_key_stays_bound_to_its_payload(store: IdempotencyStore) -> N
     assert isinstance(store.claim("idem_1", "hash_a"), Claimed)
 
 
-def test_held_key_makes_a_duplicate_wait_then_answer_in_progress(tmp_path: Path) -> None:
+def test_held_key_makes_a_duplicate_wait_then_answer_in_progress(state_location: str) -> None:
     """A duplicate waits only a bounded time, then gets a clear retryable problem (platform choice)."""
-    store = IdempotencyStore(StateStore(tmp_path / "s.sqlite3"), clock=FixedClock(START), wait_timeout_s=0.05)
+    store = IdempotencyStore(open_state_store(state_location), clock=FixedClock(START), wait_timeout_s=0.05)
     assert isinstance(store.claim("idem_1", "hash_a"), Claimed)
     outcome = store.claim("idem_1", "hash_a")
     assert isinstance(outcome, InProgress)
@@ -126,19 +127,21 @@ def test_held_key_makes_a_duplicate_wait_then_answer_in_progress(tmp_path: Path)
     assert outcome.problem.retryable is True
 
 
-def _waiting_claim(store_path: Path, waiting: threading.Event, results: list[object]) -> None:
+def _waiting_claim(store_path: str, waiting: threading.Event, results: list[object]) -> None:
     store = IdempotencyStore(
-        StateStore(store_path), clock=FixedClock(START), on_wait=lambda _key: waiting.set()
+        open_state_store(store_path), clock=FixedClock(START), on_wait=lambda _key: waiting.set()
     )
     results.append(store.claim("idem_1", "hash_a"))
 
 
 @pytest.mark.parametrize("settle", ["complete", "release"])
-def test_waiter_gets_replay_after_success_or_in_progress_after_failure(tmp_path: Path, settle: str) -> None:
+def test_waiter_gets_replay_after_success_or_in_progress_after_failure(
+    state_location: str, settle: str
+) -> None:
     """A waiting duplicate replays the holder's receipt, or gets a retryable problem on failure (platform
     choice)."""
-    path = tmp_path / "s.sqlite3"
-    holder = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+    path = state_location
+    holder = IdempotencyStore(open_state_store(path), clock=FixedClock(START))
     claimed = holder.claim("idem_1", "hash_a")
     assert isinstance(claimed, Claimed)
     waiting, results = threading.Event(), list[object]()
@@ -156,10 +159,10 @@ def test_waiter_gets_replay_after_success_or_in_progress_after_failure(tmp_path:
     assert isinstance(results[0], expected)
 
 
-def test_expired_lease_of_a_crashed_holder_can_be_taken_over(tmp_path: Path) -> None:
+def test_expired_lease_of_a_crashed_holder_can_be_taken_over(state_location: str) -> None:
     """A lease past its TTL on the injected clock is taken over, not waited on forever (platform choice)."""
     clock = FixedClock(START)
-    store = IdempotencyStore(StateStore(tmp_path / "s.sqlite3"), clock=clock, lease_ttl=timedelta(minutes=2))
+    store = IdempotencyStore(open_state_store(state_location), clock=clock, lease_ttl=timedelta(minutes=2))
     first = store.claim("idem_1", "hash_a")
     assert isinstance(first, Claimed)
     clock.advance(timedelta(minutes=2))
@@ -170,23 +173,23 @@ def test_expired_lease_of_a_crashed_holder_can_be_taken_over(tmp_path: Path) -> 
     assert store.claim("idem_1", "hash_a") == Replay(RECEIPT)
 
 
-def test_settled_receipt_survives_a_restart(tmp_path: Path) -> None:
+def test_settled_receipt_survives_a_restart(state_location: str) -> None:
     """The store is durable: a new instance on the same file replays (platform choice: survives a restart)."""
-    path = tmp_path / "s.sqlite3"
-    first = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+    path = state_location
+    first = IdempotencyStore(open_state_store(path), clock=FixedClock(START))
     claimed = first.claim("idem_1", "hash_a")
     assert isinstance(claimed, Claimed)
     first.complete(claimed.lease, RECEIPT)
     del first
-    restarted = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+    restarted = IdempotencyStore(open_state_store(path), clock=FixedClock(START))
     assert restarted.claim("idem_1", "hash_a") == Replay(RECEIPT)
     assert isinstance(restarted.claim("idem_1", "hash_b"), Conflict)
 
 
-def test_settling_with_a_booking_keeps_a_snapshot_that_survives_a_restart(tmp_path: Path) -> None:
+def test_settling_with_a_booking_keeps_a_snapshot_that_survives_a_restart(state_location: str) -> None:
     """OSBP spec, booking.status: a local record is the documented fallback; it is kept durably at create."""
-    path = tmp_path / "s.sqlite3"
-    store = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+    path = state_location
+    store = IdempotencyStore(open_state_store(path), clock=FixedClock(START))
     booking = Booking(
         id="appt_1",
         status="booked",
@@ -200,7 +203,7 @@ def test_settling_with_a_booking_keeps_a_snapshot_that_survives_a_restart(tmp_pa
     claimed = store.claim("idem_1", "hash_a")
     assert isinstance(claimed, Claimed)
     store.complete(claimed.lease, RECEIPT, booking)
-    restarted = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+    restarted = IdempotencyStore(open_state_store(path), clock=FixedClock(START))
     assert restarted.booking_snapshot("appt_1") == booking
     assert restarted.booking_snapshot("appt_2") is None
 
@@ -213,16 +216,16 @@ def test_settling_without_a_booking_keeps_no_snapshot(store: IdempotencyStore) -
     assert store.booking_snapshot("appt_1") is None
 
 
-def test_concurrent_duplicate_threads_make_exactly_one_claim(tmp_path: Path) -> None:
+def test_concurrent_duplicate_threads_make_exactly_one_claim(state_location: str) -> None:
     """Concurrent duplicates of one key: exactly one proceeds to the platform create (platform choice)."""
-    path = tmp_path / "s.sqlite3"
+    path = state_location
     barrier = threading.Barrier(8)
     outcomes: list[str] = []
     lock = threading.Lock()
 
     def attempt() -> None:
         try:
-            store = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+            store = IdempotencyStore(open_state_store(path), clock=FixedClock(START))
             barrier.wait(10)
             outcome = store.claim("idem_1", "hash_a")
             if isinstance(outcome, Claimed):
@@ -243,7 +246,7 @@ def test_concurrent_duplicate_threads_make_exactly_one_claim(tmp_path: Path) -> 
 
 
 def _process_attempt(path: str, start: Any, results: Any) -> None:
-    store = IdempotencyStore(StateStore(path), clock=FixedClock(START))
+    store = IdempotencyStore(open_state_store(path), clock=FixedClock(START))
     start.wait(30)
     outcome = store.claim("idem_shared", "hash_a")
     if isinstance(outcome, Claimed):
@@ -256,10 +259,10 @@ def _process_attempt(path: str, start: Any, results: Any) -> None:
 
 
 @pytest.mark.integration
-def test_two_processes_sharing_the_file_make_exactly_one_claim(tmp_path: Path) -> None:
+def test_two_processes_sharing_the_file_make_exactly_one_claim(state_location: str) -> None:
     """Several processes sharing the state file never both create (platform choice: safe across processes)."""
-    path = str(tmp_path / "shared.sqlite3")
-    StateStore(path)  # create the schema once, as a running server would have
+    path = state_location
+    open_state_store(path)  # create the schema once, as a running server would have
     assert spawn_together(_process_attempt, path, 4) == {"Claimed": 1, "Replay": 3}
 
 
@@ -275,17 +278,17 @@ async def test_async_wrappers_claim_complete_and_release(store: IdempotencyStore
     assert await store.aclaim("idem_async", "h") == Replay(RECEIPT)
 
 
-def test_a_lease_held_by_a_process_that_no_longer_runs_is_taken_over_at_once(tmp_path: Path) -> None:
+def test_a_lease_held_by_a_process_that_no_longer_runs_is_taken_over_at_once(state_location: str) -> None:
     """Platform choice (crash safety): a provably dead holder is not waited out for the lease's TTL."""
     import multiprocessing
 
-    store = IdempotencyStore(StateStore(tmp_path / "state.sqlite3"), wait_timeout_s=0.2)
+    store = IdempotencyStore(open_state_store(state_location), wait_timeout_s=0.2)
     claim = store.claim("idem_dead", "hash")
     assert isinstance(claim, Claimed)
     gone = multiprocessing.get_context("spawn").Process(target=int)
     gone.start()
     gone.join()
-    with StateStore(tmp_path / "state.sqlite3").write() as db:
+    with open_state_store(state_location).write() as db:
         owner = lease_owner().split("|")
         db.execute(
             "UPDATE idempotency SET lease_owner = ? WHERE key = 'idem_dead'", (f"{owner[0]}|{gone.pid}|-",)
@@ -295,9 +298,9 @@ def test_a_lease_held_by_a_process_that_no_longer_runs_is_taken_over_at_once(tmp
     assert isinstance(live, InProgress)
 
 
-def test_an_attempt_marked_as_placed_survives_a_release_with_an_unknown_outcome(tmp_path: Path) -> None:
+def test_an_attempt_marked_as_placed_survives_a_release_with_an_unknown_outcome(state_location: str) -> None:
     """Platform choice (crash safety): only a known refusal clears the placed mark; a resume needs it."""
-    store = IdempotencyStore(StateStore(tmp_path / "state.sqlite3"))
+    store = IdempotencyStore(open_state_store(state_location))
     claim = store.claim("idem_placed", "hash")
     assert isinstance(claim, Claimed)
     store.mark_placing(claim.lease, "apv_token", {"service_name": "Cleaning"})

@@ -20,8 +20,10 @@ from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.idempotency import booking_payload_hash
 from osbp.protocol.models import BookingCreateInput, Problem
+from osbp.protocol.state import open_state_store
 from osbp.protocol.store import StateStore, approval_token_hash, duration_micros, to_micros
 from tests.support.processes import spawn_together
+from tests.support.state import stored_text
 
 TABLES = {"approvals", "booking_snapshots", "idempotency"}
 
@@ -177,6 +179,17 @@ def test_the_state_file_never_holds_an_issued_token_only_its_hash(tmp_path: Path
         stored = on_disk(path)
     assert approval_token_hash(token).encode() in stored  # the bytes checked are the live ones
     assert token.encode() not in stored
+
+
+def test_the_state_database_never_holds_an_issued_token_only_its_hash(postgres_url: str) -> None:
+    """OSBP spec, Security and Privacy: durable secrets are never stored in clear, in a database either."""
+    gate = ApprovalGate(open_state_store(postgres_url), clock=FixedClock(NOW))
+    token = challenged_token(gate.evaluate(CREATE, "Book it."))
+    assert gate.evaluate(approved(token), "Book it.") == Approved(token)
+    gate.mark_spent(token)
+    stored = stored_text(postgres_url)
+    assert approval_token_hash(token) in stored
+    assert token not in stored
 
 
 def test_a_fresh_state_file_is_private_in_a_private_directory(tmp_path: Path) -> None:

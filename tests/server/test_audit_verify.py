@@ -368,3 +368,39 @@ def test_a_forged_event_id_cannot_break_the_one_line_verdict(log_path, capsys):
         'broken: line 2 (event "aud_2\\nok: 5 events, chain intact"): '
         "the line was edited: its content does not match its hash"
     )
+
+
+def head_of(path: Path) -> str:
+    head: str = json.loads(path.read_text().splitlines()[-1])["hash"]
+    return head
+
+
+def test_several_replicas_logs_are_each_verified_and_named(tmp_path, capsys):
+    """Platform choice (docs/server.md, replicas): each replica keeps its own chain; verify takes them all
+    and names each by its file, with its own head to anchor."""
+    logs = [write_log(tmp_path / f"replica-{n}.jsonl") for n in (1, 2)]
+    assert main(["verify", *map(str, logs)]) == 0
+    assert capsys.readouterr().out == "".join(
+        f"{log}: ok: 5 events, chain intact, head {head_of(log)}\n" for log in logs
+    )
+
+
+def test_a_broken_replica_log_is_named_among_intact_ones(tmp_path, capsys):
+    """Platform choice: one replica's broken chain fails the run (status 1) and is named by its file; the
+    other replicas' verdicts are still printed."""
+    intact, broken = (write_log(tmp_path / f"replica-{n}.jsonl") for n in (1, 2))
+    rewrite(broken, lambda raw: raw[:2] + raw[3:])
+    assert main(["verify", str(broken), str(intact)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{broken}: broken: line 3 (event aud_4): ")
+    assert out[1].startswith(f"{broken}: the 2 lines before it are intact (head ")
+    assert out[2] == f"{intact}: ok: 5 events, chain intact, head {head_of(intact)}"
+
+
+def test_a_missing_replica_log_fails_the_run_with_status_2(tmp_path, capsys):
+    """Platform choice: a replica log that is not there is not an intact one; the worst status wins."""
+    intact = write_log(tmp_path / "replica-1.jsonl")
+    assert main(["verify", str(intact), str(tmp_path / "replica-2.jsonl")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out.startswith(f"{intact}: ok: 5 events")
+    assert captured.err.startswith(f"osbp audit verify: no audit log at {tmp_path / 'replica-2.jsonl'}: ")

@@ -363,3 +363,61 @@ def test_a_signal_stops_the_server_cleanly(tmp_path, signum):
         for pipe in (process.stdin, process.stdout, process.stderr):
             if pipe is not None:
                 pipe.close()
+
+
+def _free_loopback_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.integration
+def test_an_unreachable_state_database_is_one_line_without_its_password(tmp_path):
+    """Platform choice: a postgresql:// state location is connected to before serving; a database that
+    cannot be reached is a clear start-up error (status 2), and the URL's password is never echoed."""
+    url = f"postgresql://osbp:hunter2@127.0.0.1:{_free_loopback_port()}/osbp"
+    done = run_mcp(
+        "--state-path", url, cwd=tmp_path, OSBP_AUDIT_LOG_PATH=str(tmp_path / "a.jsonl"), **CONFIGURED
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(
+        "osbp mcp: cannot open the state database postgresql://osbp:***@127.0.0.1:"
+    ), done.stderr
+    assert "Connection refused" in done.stderr
+    assert done.stderr.endswith(
+        "check that it is running and reachable, or set --state-path / OSBP_STATE_PATH to another location\n"
+    )
+    assert done.stderr.count("\n") == 1
+    assert "hunter2" not in done.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "location",
+    ["mysql://osbp@127.0.0.1/osbp", "postgresql://osbp:hunter2@127.0.0.1:port/osbp", "postgresql://h"],
+)
+def test_a_state_location_neither_a_path_nor_a_postgresql_url_is_refused_in_one_line(tmp_path, location):
+    """Platform choice: a URL is never taken for a file name (no SQLite file named like the URL appears)."""
+    done = run_mcp("--state-path", location, cwd=tmp_path, **CONFIGURED)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(
+        "osbp mcp: invalid configuration: --state-path / OSBP_STATE_PATH must be a file path or a "
+        "postgresql://[user[:password]@]host[:port]/database URL (got "
+    ), done.stderr
+    assert done.stderr.count("\n") == 1
+    assert "hunter2" not in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.integration
+def test_a_postgresql_state_location_is_opened_and_its_schema_made_at_start(tmp_path, postgres_url):
+    """Platform choice: the state database's tables exist once the server started on it."""
+    import psycopg
+
+    done = run_mcp("--adapter", PLUGIN, "--state-path", postgres_url, cwd=tmp_path, **CONFIGURED)
+    assert done.returncode == 0, done.stderr
+    with psycopg.connect(postgres_url) as db:
+        tables = {row[0] for row in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+    assert tables == {"approvals", "booking_snapshots", "idempotency"}

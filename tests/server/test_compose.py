@@ -36,7 +36,7 @@ def settings_in(tmp_path: Path, **overrides: Any) -> ServerSettings:
 
 def recording_factory(settings: ServerSettings) -> PlatformAdapter:
     """A plug-in that notes whether both files were already created when it was called."""
-    SEEN.append((settings.adapter.state_path.is_file(), settings.audit_log_path.is_file()))
+    SEEN.append((Path(settings.adapter.state_path).is_file(), settings.audit_log_path.is_file()))
     return build_memory_adapter(settings)
 
 
