@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import tempfile
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -52,7 +50,6 @@ NOW = datetime(2026, 5, 4, 12, 0, tzinfo=UTC)
 PROBE_DAY = date(2026, 6, 2)  # a Tuesday
 CREATE_DAYS = [date(2026, 6, 8) + timedelta(days=offset) for offset in range(0, 120)]
 HISTORY_LEVELS = (0, 10_000, 100_000)
-POSTGRES_URL_ENV = "OSBP_BENCH_POSTGRES_URL"
 
 
 @dataclass(frozen=True)
@@ -213,34 +210,32 @@ def add_arguments(options: Options) -> list[argparse.Action]:
             metavar="N[,N...]",
             help="concurrent create clients, one run each (default 8,32)",
         ),
-        options.add_argument(
-            "--postgres-url",
-            default=os.environ.get(POSTGRES_URL_ENV),
-            metavar="URL",
-            help="a PostgreSQL server the bench may create databases on, for the PostgreSQL rows "
-            f"(default ${POSTGRES_URL_ENV}; none: SQLite only)",
-        ),
     ]
 
 
 @contextmanager
-def _database(setup: Setup, folder: str, postgres_url: str | None) -> Iterator[str]:
+def _database(setup: Setup, folder: str, server: str | None) -> Iterator[str]:
     """A fresh database for one setup: a SQLite file, or a PostgreSQL database dropped afterwards."""
     if setup.engine == "sqlite":
         yield str(Path(folder) / f"{setup.label}.db")
         return
-    import psycopg  # the optional driver: only a PostgreSQL run needs it
+    from osbp.bench import postgres  # the optional driver: only a PostgreSQL run needs it
 
-    assert postgres_url is not None
-    name = f"osbp_bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')  # a generated name, never input
-    base, _, _ = postgres_url.rpartition("/")
+    assert server is not None
+    with postgres.fresh_database(server) as url:
+        yield url
+
+
+@contextmanager
+def _postgres_server(url: str | None) -> Iterator[tuple[str | None, str | None]]:
+    """The PostgreSQL server for the PostgreSQL rows (given, or a throwaway cluster), or why there is none."""
     try:
-        yield f"{base}/{name}"
-    finally:
-        with psycopg.connect(postgres_url, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        from osbp.bench import postgres
+    except ImportError:
+        yield None, "the PostgreSQL driver is not installed (pip install 'osbp[postgres]')"
+        return
+    with postgres.bench_server(url) as found:
+        yield found
 
 
 def _run_setup(setup: Setup, url: str, args: argparse.Namespace, console: Console) -> dict[str, Any]:
@@ -295,18 +290,21 @@ def report(args: argparse.Namespace) -> int:
     """Run the backend benchmark, print the table, write ``<out>/backend.json``; 0 on no double booking."""
     output = args.out / "backend.json"
     console = Console()
-    setups = [Setup("sqlite", "sqlite", 1)]
-    if args.postgres_url:
-        setups += [Setup("postgresql", "postgresql", 1), Setup("postgresql-2-processes", "postgresql", 2)]
-    else:
-        console.print(f"PostgreSQL rows skipped: give --postgres-url (or {POSTGRES_URL_ENV}) to run them")
     results: dict[str, Any] = {"benchmark": "backend", "python": platform.python_version(), "setups": []}
-    with tempfile.TemporaryDirectory(prefix="osbp-bench-") as folder:
+    with (
+        tempfile.TemporaryDirectory(prefix="osbp-bench-") as folder,
+        _postgres_server(args.postgres_url) as (server, reason),
+    ):
+        setups = [Setup("sqlite", "sqlite", 1)]
+        if server is not None:
+            setups += [Setup("postgresql", "postgresql", 1), Setup("postgresql-2-processes", "postgresql", 2)]
+        else:
+            console.print(f"PostgreSQL rows skipped: {reason}")
         for setup in setups:
             # The platform runs as its own process(es) (in this interpreter it would share the measuring
             # client's GIL); this process reaches the same database directly to add history and count
             # overlaps.
-            with _database(setup, folder, args.postgres_url) as url:
+            with _database(setup, folder, server) as url:
                 results["setups"].append(_run_setup(setup, url, args, console))
     _print_table(console, results)
     output.parent.mkdir(parents=True, exist_ok=True)

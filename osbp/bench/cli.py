@@ -10,13 +10,14 @@ leaves out is a mistake, reported as such. Every benchmark writes ``<--out>/<nam
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, NoReturn
 
 from osbp.bench import adapter, backend, demo, loop, mcp, state
-from osbp.bench.options import Benchmark
+from osbp.bench.options import POSTGRES_URL_ENV, Benchmark
 
 __all__ = ["BENCHES", "Plan", "build_parser", "main", "plan"]
 
@@ -64,6 +65,13 @@ def build_parser(names: Sequence[str] = ()) -> tuple[argparse.ArgumentParser, Ow
         default=Path("bench-results"),
         metavar="DIR",
         help="folder for the NAME.json results (default bench-results)",
+    )
+    parser.add_argument(
+        "--postgres-url",
+        default=os.environ.get(POSTGRES_URL_ENV),
+        metavar="URL",
+        help="a PostgreSQL server the benchmarks may create and drop databases on, for their PostgreSQL "
+        f"rows (default ${POSTGRES_URL_ENV}; else a throwaway cluster when PostgreSQL is installed)",
     )
     owned: Owned = {}
     for name in names or BENCHES:

@@ -6,7 +6,10 @@ import argparse
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["Benchmark", "Options", "at_least", "count"]
+__all__ = ["POSTGRES_URL_ENV", "Benchmark", "Options", "at_least", "count"]
+
+#: Names a PostgreSQL server the benchmarks may create (and drop) their databases on (`--postgres-url`).
+POSTGRES_URL_ENV = "OSBP_BENCH_POSTGRES_URL"
 
 
 class Options(Protocol):

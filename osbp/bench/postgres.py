@@ -28,7 +28,15 @@ from pathlib import Path
 
 import psycopg
 
-__all__ = ["PostgresServer", "database", "pg_binaries", "start_server", "unavailable_reason"]
+__all__ = [
+    "PostgresServer",
+    "bench_server",
+    "database",
+    "fresh_database",
+    "pg_binaries",
+    "start_server",
+    "unavailable_reason",
+]
 
 #: The unprivileged system user a root session runs the cluster as.
 SERVICE_USER = "postgres"
@@ -129,11 +137,34 @@ def start_server() -> Iterator[PostgresServer]:
 @contextmanager
 def database(server: PostgresServer) -> Iterator[str]:
     """A fresh, empty database on ``server`` for one test, dropped afterwards: its URL."""
-    name = f"t_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(server.url(), autocommit=True) as admin:
+    with fresh_database(server.url()) as url:
+        yield url
+
+
+@contextmanager
+def fresh_database(url: str) -> Iterator[str]:
+    """A fresh, empty database on the server ``url`` reaches (any of its databases), dropped afterwards."""
+    name = f"t_{uuid.uuid4().hex[:16]}"  # a generated name, never input
+    with psycopg.connect(url, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
+    base, _, _ = url.partition("?")[0].rpartition("/")
     try:
-        yield server.url(name)
+        yield f"{base}/{name}"
     finally:
-        with psycopg.connect(server.url(), autocommit=True) as admin:
+        with psycopg.connect(url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def bench_server(url: str | None) -> Iterator[tuple[str | None, str | None]]:
+    """``(server URL, None)`` for the benchmarks' PostgreSQL rows: ``url`` when given, else a throwaway
+    cluster started here; ``(None, why)`` when neither is possible."""
+    if url is not None:
+        yield url, None
+        return
+    reason = unavailable_reason()
+    if reason is not None:
+        yield None, reason
+        return
+    with start_server() as server:
+        yield server.url(), None

@@ -48,17 +48,10 @@ _TIMEOUT_S = 600
 
 
 def add_arguments(options: Options) -> list[argparse.Action]:
-    """``--claims``, ``--state-processes`` and ``--postgres-url``."""
+    """``--claims`` and ``--state-processes`` (the PostgreSQL server is the shared ``--postgres-url``)."""
     return [
         count(options, "--claims", default=300, text="claim-and-settle rounds per process"),
         count(options, "--state-processes", default=4, text="processes sharing the state"),
-        options.add_argument(
-            "--postgres-url",
-            default=os.environ.get("OSBP_BENCH_POSTGRES_URL"),
-            metavar="URL",
-            help="an empty PostgreSQL database to measure on (default $OSBP_BENCH_POSTGRES_URL, else a "
-            "throwaway cluster)",
-        ),
     ]
 
 
@@ -109,21 +102,14 @@ def _measure(location: str, workload: str, processes: int, claims: int) -> dict[
 @contextmanager
 def _postgres(url: str | None) -> Iterator[tuple[list[str], str | None]]:
     """Empty PostgreSQL database URLs (one per workload), or why there are none."""
-    if url is not None:
-        yield [url] * len(WORKLOADS), None
-        return
     from osbp.bench import postgres  # psycopg and the cluster only when measuring
 
-    reason = postgres.unavailable_reason()
-    if reason is not None:
-        yield [], reason
-        return
-    with (
-        postgres.start_server() as server,
-        postgres.database(server) as one,
-        postgres.database(server) as two,
-    ):
-        yield [one, two], None
+    with postgres.bench_server(url) as (server, reason):
+        if server is None:
+            yield [], reason
+            return
+        with postgres.fresh_database(server) as one, postgres.fresh_database(server) as two:
+            yield [one, two], None
 
 
 def run(claims: int, processes: int, postgres_url: str | None = None) -> dict[str, Any]:

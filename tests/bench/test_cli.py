@@ -13,8 +13,8 @@ from osbp.bench import cli
 
 #: Every benchmark's own flags, as documented in docs/*.md.
 FLAGS = {
-    "backend": ("--requests", "--creates", "--clients", "--postgres-url"),
-    "state": ("--claims", "--state-processes", "--postgres-url"),
+    "backend": ("--requests", "--creates", "--clients"),
+    "state": ("--claims", "--state-processes"),
     "adapter": ("--iterations",),
     "mcp": ("--cold-runs", "--calls", "--warmup"),
     "loop": ("--rounds", "--loops", "--loop-warmup", "--against"),
@@ -54,8 +54,9 @@ def test_the_iterations_flag_reaches_the_adapter_benchmark_run_as_a_process(tmp_
     assert [path.name for path in tmp_path.iterdir()] == ["adapter.json"]
 
 
-def test_the_backend_benchmark_runs_8_and_32_clients_and_postgresql_only_when_given_a_server(monkeypatch):
-    """Platform choice: creates at 8 and 32 clients by default; the PostgreSQL rows need a server URL."""
+def test_the_backend_benchmark_runs_8_and_32_clients_and_one_postgres_url_serves_every_benchmark(monkeypatch):
+    """Platform choice: creates at 8 and 32 clients by default; `--postgres-url` is one shared flag (no URL:
+    a throwaway cluster)."""
     monkeypatch.delenv("OSBP_BENCH_POSTGRES_URL", raising=False)
     planned = cli.plan(["backend"])
     assert isinstance(planned, cli.Plan)
@@ -70,6 +71,7 @@ def test_help_lists_every_benchmarks_own_flags():
     result = _bench("--help")
     assert result.returncode == 0
     assert "--out" in result.stdout
+    assert "--postgres-url" in result.stdout
     for name, flags in FLAGS.items():
         assert f"{name} benchmark" in result.stdout
         for flag in flags:
