@@ -22,6 +22,7 @@ from sqlmodel import Session, SQLModel
 
 from osbp.backend import models  # noqa: F401  registers the tables on SQLModel.metadata
 from osbp.backend.catalog_snapshot import CATALOG_READER, READ_ONLY
+from osbp.backend.commit_hold import hold_before_commit
 
 __all__ = ["BUSY_TIMEOUT_MS", "Database"]
 
@@ -93,6 +94,7 @@ class Database:
                 except commit_on:
                     session.commit()
                     raise
+                hold_before_commit()  # the slow-commit fault: the write lock is still held here
                 session.commit()
             except BaseException:
                 session.rollback()
