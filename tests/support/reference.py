@@ -90,9 +90,10 @@ def make_adapter(
     transport: httpx2.AsyncBaseTransport | None = None,
     **settings: Any,
 ) -> OsbpCore:
-    """A reference adapter on ``base_url`` with its own lifecycle-notice record."""
+    """A reference adapter on ``base_url`` with its own lifecycle-notice record (retry waits of milliseconds)."""
+    quick = {"retry_backoff_s": 0.002, "retry_max_backoff_s": 0.01} | settings
     adapter_settings = AdapterSettings(
-        platform_base_url=base_url, organization_id=organization_id, state_path=state_path, **settings
+        platform_base_url=base_url, organization_id=organization_id, state_path=state_path, **quick
     )
     return build_adapter(adapter_settings, clock=clock, transport=transport, notices=LifecycleNotices())
 
