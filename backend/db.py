@@ -92,9 +92,10 @@ class Database:
                 try:
                     yield session
                 except commit_on:
+                    hold_before_commit()  # the slow-commit fault: the write lock is still held here
                     session.commit()
                     raise
-                hold_before_commit()  # the slow-commit fault: the write lock is still held here
+                hold_before_commit()
                 session.commit()
             except BaseException:
                 session.rollback()

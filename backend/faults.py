@@ -18,7 +18,8 @@ and the rate-limit fields) that, for a request a rule hits:
 
 Requests under ``/_testing/`` are never faulted. Aborting a connection needs the platform's own HTTP
 protocol (:func:`abortable`, installed by :func:`osbp.backend.serving.uvicorn_config`), which hands each
-request a way to abort its transport; under any other server those two modes answer 500.
+request a way to abort its transport; under any other server the three modes that abort (``reset``,
+``timeout``, ``lost_response``) answer 500.
 """
 
 from __future__ import annotations
