@@ -237,3 +237,5 @@ class NativeProblem(NativeModel):
     reason: str | None = None
     field: str | None = None
     channel: str | None = None
+    #: ``endpoint_retired``: where the retired endpoint's successor is described (a URL).
+    successor: str | None = None

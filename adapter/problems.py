@@ -19,7 +19,8 @@
 | 400 ``invalid_contact``, or ``invalid_request`` on a customer field | ``invalid_customer`` | no |
 | 400 ``invalid_request`` on ``verification_code`` | ``verification_failed`` | no |
 | 400 ``invalid_purpose`` | ``invalid_verification_purpose`` | no |
-| 5xx, timeout, refused or broken connection | ``upstream_unavailable`` | yes |
+| 410 ``endpoint_retired`` (past its ``Sunset``; logged for the operator) | ``internal_adapter_error`` | no |
+| 5xx, timeout, refused or broken connection (once the retries are spent) | ``upstream_unavailable`` | yes |
 | data OSBP cannot represent exactly (a price, currency, weekday) | ``untranslatable_platform_data`` | no |
 | anything else, an unreadable body | ``internal_adapter_error`` | no |
 
@@ -220,6 +221,15 @@ def from_response(response: UpstreamResponse) -> Problem:
     if code == "invalid_purpose":
         return problem(
             INVALID_VERIFICATION_PURPOSE, "The verification purpose must be booking:{organization_id}."
+        )
+    if code == "endpoint_retired" or status == 410:
+        logger.error(
+            "upstream_endpoint_retired",
+            extra={"call": response.meta.call, "sunset": response.meta.sunset, "successor": native.successor},
+        )
+        return internal_error(
+            "The booking platform retired the endpoint this adapter uses (past its announced sunset); the "
+            "adapter must be upgraded, and retrying will not help. Route to handoff.request."
         )
     if status >= 500:
         return problem(

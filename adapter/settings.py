@@ -2,8 +2,8 @@
 
 :class:`AdapterSettings` is a plain pydantic model: everything the reference adapter needs to reach one
 Bookwell organization (the platform's base URL, the organization, where the local OSBP state lives,
-timeouts, the read defaults, an optional platform credential). It reads nothing by itself: the process
-that runs the adapter builds it, the MCP server as the ``adapter`` part of
+timeouts, the retry policy, the read defaults, an optional platform credential). It reads nothing by itself:
+the process that runs the adapter builds it, the MCP server as the ``adapter`` part of
 :class:`osbp.server.settings.ServerSettings`, a test or a benchmark by passing fields.
 
 Each field carries a :class:`Setting`: its one ``OSBP_*`` environment variable, its flag when it has one,
@@ -73,6 +73,20 @@ class AdapterSettings(BaseModel):
     )
     read_timeout_s: Annotated[float, Setting("OSBP_READ_TIMEOUT_S", rule=_SECONDS)] = Field(
         default=15.0, gt=0, description="response read timeout per request"
+    )
+    retry_attempts: Annotated[
+        int, Setting("OSBP_RETRY_ATTEMPTS", rule="be a whole number from 1 (never retry) to 10")
+    ] = Field(
+        default=3, ge=1, le=10, description="attempts per request that is safe to retry, the first included"
+    )
+    retry_backoff_s: Annotated[float, Setting("OSBP_RETRY_BACKOFF_S", rule=_SECONDS)] = Field(
+        default=0.2, gt=0, description="backoff before the first retry; doubles each retry, with jitter"
+    )
+    retry_max_backoff_s: Annotated[float, Setting("OSBP_RETRY_MAX_BACKOFF_S", rule=_SECONDS)] = Field(
+        default=2.0, gt=0, description="the longest backoff between two attempts"
+    )
+    retry_after_cap_s: Annotated[float, Setting("OSBP_RETRY_AFTER_CAP_S", rule=_SECONDS)] = Field(
+        default=5.0, gt=0, description="the longest Retry-After waited out; a longer one ends the retries"
     )
     default_service_id: Annotated[str | None, Setting("OSBP_DEFAULT_SERVICE_ID")] = Field(
         default=None, description="service used by the read tools when their input omits service_id"

@@ -27,17 +27,20 @@ Outcomes are values, like httpx's own split between responses and transport erro
 from __future__ import annotations
 
 import logging
+import random
 import ssl
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 from urllib.parse import quote
 
+import anyio
 import httpx2
 
 from osbp import OSBP_VERSION, __version__
+from osbp.adapter.retry import RETRIED_STATUSES, RetryPolicy, retry_after_seconds
 from osbp.adapter.settings import AdapterSettings
 from osbp.protocol.contact_shapes import is_contact_shaped
 from osbp.protocol.models import PlatformIdentity, UpstreamMeta
@@ -67,6 +70,7 @@ ADAPTER_NAME = "osbp-bookwell-adapter"
 LIFECYCLE_LOGGER = "osbp.adapter.lifecycle"
 lifecycle_logger = logging.getLogger(LIFECYCLE_LOGGER)
 lifecycle_logger.setLevel(logging.WARNING)
+logger = logging.getLogger("osbp.adapter")
 
 _RATELIMIT_NAMES = ("retry-after", "ratelimit", "ratelimit-policy")
 REDACTED = "{redacted}"
@@ -169,8 +173,14 @@ class Upstream:
         version_header: str,
         transport: httpx2.AsyncBaseTransport | None = None,
         notices: LifecycleNotices | None = None,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+        rng: random.Random | None = None,
     ) -> None:
         self._platform = platform
+        self._retry = RetryPolicy.of(settings)
+        self._sleep = sleep
+        # Jitter only spreads retries out; it guards nothing.
+        self._rng = rng or random.Random()  # noqa: S311
         self._version_header = version_header
         self._notices = notices or PROCESS_NOTICES
         headers = {
@@ -201,12 +211,45 @@ class Upstream:
         body: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> UpstreamOutcome:
-        """Send one request to ``route`` (a template like ``/api/organizations/{org}``) and capture it."""
+        """Send a request to ``route`` (a template like ``/api/organizations/{org}``), retried where safe.
+
+        A read, or a request carrying an ``Idempotency-Key``, is sent again after no response or a 5xx
+        (:mod:`osbp.adapter.retry`), each retry and a giving up logged; the last outcome is returned.
+        """
         values = dict(path or {})
         url = route.format(**{name: quote(value, safe="") for name, value in values.items()})
         call = f"{method} " + route.format(
             **{name: quote(redact_segment(value), safe="{}") for name, value in values.items()}
         )
+        endpoint = f"{method} {route}"
+        safe = method == "GET" or any(name.lower() == "idempotency-key" for name in headers or {})
+        attempt = 1
+        while True:
+            outcome = await self._send(method, url, call, endpoint, params, body, headers)
+            reason = _retry_reason(outcome)
+            if reason is None or not safe:
+                return outcome
+            asked = retry_after_seconds(outcome.headers.get("retry-after")) if _answered(outcome) else None
+            delay = self._retry.delay(attempt, asked, self._rng)
+            where = {"endpoint": endpoint, "call": call, "attempt": attempt, "reason": reason}
+            if delay is None:
+                logger.warning("upstream_gave_up", extra=where | {"retry_after": asked})
+                return outcome
+            logger.warning("upstream_retry", extra=where | {"delay_s": round(delay, 3)})
+            await self._sleep(delay)
+            attempt += 1
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        call: str,
+        endpoint: str,
+        params: Mapping[str, str] | None,
+        body: Any,
+        headers: Mapping[str, str] | None,
+    ) -> UpstreamOutcome:
+        """One attempt, its meta captured."""
         # Reserved before the first await: gathered requests take their positions in argument order.
         slot = reserve_upstream()
         try:
@@ -222,7 +265,7 @@ class Upstream:
         meta = capture_meta(call, response, self._version_header)
         slot.fill(meta)
         if meta.deprecation is not None or meta.sunset is not None:
-            self._announce(f"{method} {route}", meta, response.headers.get("link"))
+            self._announce(endpoint, meta, response.headers.get("link"))
         return UpstreamResponse(response.status_code, response.headers, _json_body(response), meta)
 
     def _announce(self, endpoint: str, meta: UpstreamMeta, link: str | None) -> None:
@@ -247,6 +290,17 @@ class Upstream:
     async def aclose(self) -> None:
         """Close the keep-alive client."""
         await self._client.aclose()
+
+
+def _answered(outcome: UpstreamOutcome) -> TypeGuard[UpstreamResponse]:
+    return isinstance(outcome, UpstreamResponse)
+
+
+def _retry_reason(outcome: UpstreamOutcome) -> str | None:
+    """Why ``outcome`` is worth another attempt (``timeout``, ``connect``, ``transport``, ``http_503``...)."""
+    if isinstance(outcome, UpstreamUnavailable):
+        return outcome.reason
+    return f"http_{outcome.status}" if outcome.status in RETRIED_STATUSES else None
 
 
 def _json_body(response: httpx2.Response) -> Any:

@@ -14,9 +14,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from osbp.backend.api import ROUTERS
+from osbp.backend.faults import FaultLayer, endpoint_names
 from osbp.backend.headers import PLATFORM_SERVER, PlatformEdge
 from osbp.backend.paths import PathSegments
 from osbp.backend.problems import Problem, ProblemError, problem_response
+from osbp.backend.retirement import RetiredEndpoints
 from osbp.backend.runtime import Runtime
 from osbp.backend.settings import BackendSettings
 from osbp.backend.testing_api import router as testing_router
@@ -84,6 +86,10 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _validation_problem)
     app.add_exception_handler(StarletteHTTPException, _http_problem)
     # Inside the edge, so a refused path still gets the request id, the pin echo and the rate limit.
+    # A profile given for the run may name only endpoints that exist (ValueError otherwise).
+    runtime.faults.check_endpoints(endpoint_names())
     app.add_middleware(PathSegments)
+    app.add_middleware(RetiredEndpoints, runtime=runtime)
+    app.add_middleware(FaultLayer, runtime=runtime)
     app.add_middleware(PlatformEdge, runtime=runtime)
     return app

@@ -101,7 +101,13 @@ def _describe(error: ValidationError, args: argparse.Namespace) -> str:
         message = str(item["msg"])
         message = message[:1].lower() + message[1:]
         # Our own messages say what to do; pydantic's get the field's description as the hint.
-        own = item["type"] in {"non_loopback_host", "rfc3339_instant", "trusted_proxy", "database_url"}
+        own = item["type"] in {
+            "non_loopback_host",
+            "rfc3339_instant",
+            "trusted_proxy",
+            "database_url",
+            "fault_profile",
+        }
         hint = "" if own else f" ({BackendSettings.model_fields[field].description})"
         parts.append(f"{_source(field, args)}: {message}{hint}")
     return "; ".join(parts)
@@ -215,6 +221,9 @@ def main(argv: Sequence[str]) -> int:
     base_url = http_url(settings.host, sock.getsockname()[1])
     try:
         app = create_app(settings)
+    except ValueError as error:  # the fault profile names an endpoint the platform does not have
+        sock.close()
+        return _fail(f"{_source('faults', args)}: {error}")
     except (OSError, OperationalError) as error:  # the database file cannot be created or opened
         sock.close()
         problem = f"cannot open the database: {_reason(error)}"

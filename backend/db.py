@@ -19,6 +19,7 @@ from sqlmodel import Session, SQLModel
 
 from osbp.backend import models  # noqa: F401  registers the tables on SQLModel.metadata
 from osbp.backend.catalog_snapshot import CATALOG_READER, READ_ONLY
+from osbp.backend.commit_hold import hold_before_commit
 from osbp.backend.database_url import parse_database
 from osbp.backend.dialects import BUSY_TIMEOUT_MS, build_engine, reader, writer
 
@@ -70,8 +71,10 @@ class Database:
                 try:
                     yield session
                 except commit_on:
+                    hold_before_commit()  # the slow-commit fault: the write lock is still held here
                     session.commit()
                     raise
+                hold_before_commit()
                 session.commit()
             except BaseException:
                 session.rollback()

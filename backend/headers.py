@@ -113,7 +113,8 @@ class PlatformEdge:
                 status_box[0] = message["status"]
                 headers = MutableHeaders(scope=message)
                 for name, value in extra.items():
-                    headers[name] = value
+                    # A field an inner layer set itself (a faulted 429's spent RateLimit) is kept.
+                    headers.setdefault(name, value)
             await send(message)
 
         try:

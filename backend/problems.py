@@ -40,6 +40,7 @@ TITLES: dict[str, tuple[int, str]] = {
     "slot_taken": (409, "Slot taken"),
     "slot_unavailable": (409, "Slot unavailable"),
     "appointment_not_cancellable": (409, "Appointment cannot change status"),
+    "endpoint_retired": (410, "Endpoint retired"),
     "offer_changed": (412, "Offer changed"),
     "idempotency_key_reused": (422, "Idempotency-Key reused with a different request"),
     "provider_not_eligible": (422, "Provider not eligible"),
@@ -47,6 +48,8 @@ TITLES: dict[str, tuple[int, str]] = {
     "rate_limited": (429, "Too many requests"),
     "verification_send_limited": (429, "Too many verification messages"),
     "internal_error": (500, "Internal error"),
+    "bad_gateway": (502, "Bad gateway"),
+    "service_unavailable": (503, "Service unavailable"),
 }
 
 

@@ -1,4 +1,4 @@
-"""The platform's per-process state: settings, database, clock, randomness, limiter, test arms, counters.
+"""The platform's per-process state: settings, database, clock, randomness, limiter, faults, arms, counters.
 
 One `Runtime` per app instance (kept on `app.state.runtime`), so several platforms can run side by side
 in one test process without sharing anything. Several processes on one PostgreSQL database share every
@@ -16,6 +16,7 @@ from osbp.backend.catalog_cache import CatalogCache
 from osbp.backend.clock import PlatformClock
 from osbp.backend.db import Database
 from osbp.backend.dialects import serialise
+from osbp.backend.fault_profile import FaultInjector
 from osbp.backend.ratelimit import RateLimiter
 from osbp.backend.schema import prepare as prepare_schema
 from osbp.backend.seed import seed
@@ -38,6 +39,7 @@ class Runtime:
     tokens: TokenSource
     limiter: RateLimiter
     catalog: CatalogCache = field(default_factory=CatalogCache)
+    faults: FaultInjector = field(default_factory=FaultInjector)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _armed: dict[str, str] = field(default_factory=dict)
     _create_requests: Counter[str] = field(default_factory=Counter)
@@ -61,6 +63,7 @@ class Runtime:
             clock=PlatformClock(settings.now),
             tokens=tokens or SecretTokens(),
             limiter=RateLimiter(settings.rate_limit_quota, settings.rate_limit_window_seconds),
+            faults=FaultInjector(settings.fault_profile()),
         )
 
     def arm(self, organization_id: str, outcome: str) -> None:
@@ -86,7 +89,7 @@ class Runtime:
             return self._create_requests[organization_id]
 
     def reset(self) -> None:
-        """Back to seeds: data, arms, counters, rate-limit windows and the clock."""
+        """Back to seeds: data, arms, counters, rate-limit windows, the clock and the fault profile."""
         with self.db.write() as session:
             serialise(session, "seed")
             self.db.clear(session)
@@ -96,3 +99,4 @@ class Runtime:
             self._create_requests.clear()
         self.limiter.clear()
         self.clock.restore()
+        self.faults.restore()

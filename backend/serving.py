@@ -18,6 +18,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from osbp.backend.app import create_app
+from osbp.backend.faults import abortable
 from osbp.backend.http_protocol import problem_protocol
 from osbp.backend.runtime import Runtime
 from osbp.backend.settings import BackendSettings
@@ -65,7 +66,8 @@ def uvicorn_config(app: FastAPI, **overrides: Any) -> uvicorn.Config:
     default trusts `X-Forwarded-For` from loopback, which would let any local client pick a fresh
     rate-limit key per request. The HTTP protocol is always h11 with problem+json parse errors
     (`http_protocol`), whatever else is installed, writing each response in one system call
-    (`write_coalescing`), and there are no WebSockets.
+    (`write_coalescing`), whose requests can abort their connection (the fault profile's `reset`,
+    `timeout` and `lost_response`, `faults.abortable`), and there are no WebSockets.
     """
     runtime: Runtime = app.state.runtime
     trusted = list(runtime.settings.trusted_proxies)
@@ -79,7 +81,7 @@ def uvicorn_config(app: FastAPI, **overrides: Any) -> uvicorn.Config:
         "backlog": 2048,
         "proxy_headers": bool(trusted),
         "forwarded_allow_ips": trusted,
-        "http": coalescing(problem_protocol(runtime.tokens.request_id)),
+        "http": coalescing(abortable(problem_protocol(runtime.tokens.request_id))),
         "ws": "none",
     } | overrides
     return uvicorn.Config(app, **options)

@@ -18,6 +18,7 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from osbp.backend.database_url import parse_database
+from osbp.backend.fault_profile import FaultProfile, load_profile
 
 __all__ = ["ENV_PREFIX", "BackendSettings", "LogLevel", "env_var", "flag", "is_loopback_host"]
 
@@ -78,6 +79,20 @@ class BackendSettings(BaseSettings):
         "X-Forwarded-For names the client; none by default, so the peer address is the client",
     )
     log_level: LogLevel = Field(default="INFO", description="stderr JSON log level")
+    faults: Annotated[FaultProfile | None, NoDecode] = Field(
+        default=None,
+        description="a fault profile for the whole run: inline JSON or a JSON file (docs/backend-api.md, "
+        "Fault profile)",
+    )
+    fault_seed: int | None = Field(
+        default=None, description="seed for the fault profile's draws (overrides the profile's seed)"
+    )
+
+    def fault_profile(self) -> FaultProfile | None:
+        """The run's fault profile, seeded by `fault_seed` when that is given."""
+        if self.faults is None or self.fault_seed is None:
+            return self.faults
+        return self.faults.model_copy(update={"seed": self.fault_seed})
 
     @field_validator("host")
     @classmethod
@@ -146,6 +161,16 @@ class BackendSettings(BaseSettings):
             single = network.prefixlen == network.max_prefixlen
             networks.append(str(network.network_address) if single else str(network))
         return tuple(networks)
+
+    @field_validator("faults", mode="before")
+    @classmethod
+    def _profile(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        try:
+            return load_profile(value)
+        except ValueError as error:
+            raise PydanticCustomError("fault_profile", "{reason}", {"reason": str(error)}) from None
 
     @field_validator("log_level", mode="before")
     @classmethod

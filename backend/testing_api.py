@@ -4,7 +4,8 @@ Arm an organization's next appointment create to fail (consumed once), read the 
 SMS/email gateway), set or advance the platform clock, reset to seeds, read counters that prove a
 write did or did not happen, change a service's price or policy or a provider's name on the running
 platform (as a merchant editing its catalog would), and give one appointment a native status directly (to
-grade a status mapping). The shapes are a contract with the conformance battery and the demo.
+grade a status mapping), and put a fault profile in force (`/_testing/faults`, see
+`osbp.backend.faults`). The shapes are a contract with the conformance battery and the demo.
 """
 
 from __future__ import annotations
@@ -19,13 +20,18 @@ from sqlmodel import col, func, select
 from osbp.backend.api.deps import RuntimeDep
 from osbp.backend.appointments import appointment_out
 from osbp.backend.catalog import get_organization, get_provider, get_service, not_found
+from osbp.backend.fault_profile import FaultProfile
+from osbp.backend.faults import endpoint_names
 from osbp.backend.models import ACTIVE_STATUSES, Appointment, OutboxMessage
+from osbp.backend.problems import ProblemError
+from osbp.backend.runtime import Runtime
 from osbp.backend.wire import AppointmentOut
 
 __all__ = [
     "AppointmentStatusRequest",
     "ArmRequest",
     "ClockRequest",
+    "FaultsOut",
     "ProviderChange",
     "ServiceChange",
     "router",
@@ -134,6 +140,12 @@ class ProviderChange(BaseModel):
     name: str = Field(min_length=1, max_length=200)
 
 
+class FaultsOut(FaultProfile):
+    """The fault profile in force, with how many requests each rule has hit since it was set."""
+
+    hits: list[int]
+
+
 class Changed(BaseModel):
     """What changed."""
 
@@ -197,9 +209,38 @@ def set_clock(body: ClockRequest, runtime: RuntimeDep) -> ClockOut:
     return ClockOut(now=_iso(instant.timestamp()))
 
 
+def _faults_out(runtime: Runtime) -> FaultsOut:
+    profile = runtime.faults.profile
+    return FaultsOut(seed=profile.seed, rules=profile.rules, hits=runtime.faults.hits())
+
+
+@router.get("/faults", response_model=FaultsOut)
+def read_faults(runtime: RuntimeDep) -> FaultsOut:
+    """The fault profile in force and each rule's hit count."""
+    return _faults_out(runtime)
+
+
+@router.put("/faults", response_model=FaultsOut)
+def put_faults(body: FaultProfile, runtime: RuntimeDep) -> FaultsOut:
+    """Put a fault profile in force (replacing the one before; its draws and counts start afresh)."""
+    try:
+        runtime.faults.check_endpoints(endpoint_names(), body)
+    except ValueError as error:
+        raise ProblemError("invalid_request", str(error)) from None
+    runtime.faults.set(body)
+    return _faults_out(runtime)
+
+
+@router.delete("/faults", response_model=FaultsOut)
+def clear_faults(runtime: RuntimeDep) -> FaultsOut:
+    """No fault in force."""
+    runtime.faults.clear()
+    return _faults_out(runtime)
+
+
 @router.post("/reset")
 def reset(runtime: RuntimeDep) -> dict[str, bool]:
-    """Back to seeds: data, outbox, arms, counters, rate-limit windows, clock."""
+    """Back to seeds: data, outbox, arms, counters, rate-limit windows, clock, fault profile."""
     runtime.reset()
     return {"reset": True}
 

@@ -793,7 +793,11 @@ async def test_a_lost_create_answer_resumes_to_its_appointment_even_after_the_pr
     """OSBP spec, Idempotency: the retry replays the appointment the lost create made (replay before
     the platform's If-Match check), never a second one."""
     adapter = make_adapter(
-        platform.base_url, tmp_path / "s.sqlite3", FixedClock(NOW), transport=LoseCreateTransport(send=True)
+        platform.base_url,
+        tmp_path / "s.sqlite3",
+        FixedClock(NOW),
+        transport=LoseCreateTransport(send=True),
+        retry_attempts=1,  # no adapter retry: the agent's own retry is the one that resumes
     )
     try:
         inp = create_input()
@@ -814,7 +818,11 @@ async def test_a_create_that_never_arrived_is_not_resumed_at_changed_facts(
     """OSBP spec, booking.create: the resumed create carries the approved offer's validator, so a price
     changed meanwhile gets a fresh challenge, not a booking at a price the user did not approve."""
     adapter = make_adapter(
-        platform.base_url, tmp_path / "s.sqlite3", FixedClock(NOW), transport=LoseCreateTransport(send=False)
+        platform.base_url,
+        tmp_path / "s.sqlite3",
+        FixedClock(NOW),
+        transport=LoseCreateTransport(send=False),
+        retry_attempts=1,  # no adapter retry: the agent's own retry is the one that resumes
     )
     try:
         inp = create_input()

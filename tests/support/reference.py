@@ -45,6 +45,16 @@ class Platform:
         )
         assert response.status_code == 200
 
+    def put_faults(self, *rules: dict[str, Any], seed: int = 0) -> None:
+        """Put a fault profile with ``rules`` in force (``/_testing/faults``; each test's reset clears it)."""
+        response = self.client.put("/_testing/faults", json={"seed": seed, "rules": list(rules)})
+        assert response.status_code == 200, response.text
+
+    def fault_hits(self) -> list[int]:
+        """How many requests each rule of the profile in force has hit."""
+        hits: list[int] = self.client.get("/_testing/faults").json()["hits"]
+        return hits
+
     def create_requests(self, organization_id: str | None = None) -> int:
         """Appointment-create HTTP requests the platform received since the last reset."""
         params = {"organization_id": organization_id} if organization_id else None
@@ -90,9 +100,10 @@ def make_adapter(
     transport: httpx2.AsyncBaseTransport | None = None,
     **settings: Any,
 ) -> OsbpCore:
-    """A reference adapter on ``base_url`` with its own lifecycle-notice record."""
+    """A reference adapter on ``base_url``, its own lifecycle-notice record, millisecond retry waits."""
+    quick = {"retry_backoff_s": 0.002, "retry_max_backoff_s": 0.01} | settings
     adapter_settings = AdapterSettings(
-        platform_base_url=base_url, organization_id=organization_id, state_path=state_path, **settings
+        platform_base_url=base_url, organization_id=organization_id, state_path=state_path, **quick
     )
     return build_adapter(adapter_settings, clock=clock, transport=transport, notices=LifecycleNotices())
 

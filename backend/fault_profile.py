@@ -1,0 +1,186 @@
+"""The fault profile: which requests the platform fails on purpose, and how (docs/backend-api.md).
+
+A profile is a seed and an ordered list of rules. A rule names where it applies (an organization, an
+endpoint: a route name such as ``create_appointment`` or a method and path template such as
+``POST /api/organizations/{organization_id}/appointments``; either left out means every one), what it
+does (``mode``), and which of the matching requests it hits (``rate``: the probability, drawn from the
+profile's seeded generator; ``count``: at most the first N it hits). The first rule that hits a request
+applies; a request no rule hits is served normally.
+
+Here are the models (the settings and the test surface validate with them) and :class:`FaultInjector`, the
+profile in force with its seeded draws and hit counts; the layer that applies it is
+:mod:`osbp.backend.faults`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+__all__ = ["MAX_HOLD_MS", "FaultInjector", "FaultMode", "FaultProfile", "FaultRule", "Hit", "load_profile"]
+
+#: The longest any fault holds a request or a write lock (ms): the platform never hangs for good.
+MAX_HOLD_MS = 120_000
+
+FaultMode = Literal["latency", "reset", "timeout", "error", "rate_limited", "lost_response", "slow_commit"]
+
+
+class FaultRule(BaseModel):
+    """One rule: where it applies, what it does, and which matching requests it hits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    organization_id: str | None = Field(default=None, min_length=1, max_length=100)
+    endpoint: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="a route name (create_appointment) or METHOD /path/template; every endpoint if left out",
+    )
+    mode: FaultMode
+    latency_ms: float = Field(default=0, ge=0, le=MAX_HOLD_MS, description="latency: the fixed delay")
+    jitter_ms: float = Field(
+        default=0, ge=0, le=MAX_HOLD_MS, description="latency: plus a uniform random delay up to this"
+    )
+    hold_ms: float = Field(
+        default=30_000,
+        ge=0,
+        le=MAX_HOLD_MS,
+        description="timeout: hold before dropping the connection (or until the client gives up); "
+        "slow_commit: how long the write lock is held before the commit",
+    )
+    status: Literal[500, 502, 503] = Field(default=503, description="error: the status answered")
+    retry_after: int | None = Field(
+        default=None, ge=0, le=86_400, description="error, rate_limited: the Retry-After seconds"
+    )
+    rate: float = Field(default=1.0, ge=0, le=1, description="probability of hitting a matching request")
+    count: int | None = Field(default=None, ge=0, description="hit at most the first N matching requests")
+
+    @model_validator(mode="after")
+    def _fields_of_mode(self) -> FaultRule:
+        given = self.model_fields_set
+        allowed = {
+            "latency": {"latency_ms", "jitter_ms"},
+            "timeout": {"hold_ms"},
+            "slow_commit": {"hold_ms"},
+            "error": {"status", "retry_after"},
+            "rate_limited": {"retry_after"},
+        }.get(self.mode, set())
+        stray = sorted(given & {"latency_ms", "jitter_ms", "hold_ms", "status", "retry_after"} - allowed)
+        if stray:
+            raise ValueError(f"mode {self.mode!r} takes no {', '.join(stray)}")
+        return self
+
+
+class FaultProfile(BaseModel):
+    """A seed and the ordered rules (the first rule hitting a request applies)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = Field(default=0, description="seeds the rate draws and jitter: the same seed, the same run")
+    rules: list[FaultRule] = Field(default_factory=list, max_length=100)
+
+
+def load_profile(source: str) -> FaultProfile:
+    """A profile from inline JSON (starting with ``{``) or from the JSON file ``source`` names.
+
+    Raises ``ValueError`` with a one-line reason (an unreadable file, invalid JSON, a rule out of shape).
+    """
+    text = source.strip()
+    if not text.startswith("{"):
+        try:
+            text = Path(text).read_text(encoding="utf-8")
+        except OSError as error:
+            raise ValueError(f"cannot read fault profile file {source!r}: {error.strerror}") from None
+    try:
+        return FaultProfile.model_validate(json.loads(text))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"the fault profile is not JSON: {error.msg} at line {error.lineno}") from None
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "profile"
+        more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+        raise ValueError(f"fault profile {where}: {first['msg']}{more}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A rule hitting one request, with its drawn latency (seconds)."""
+
+    index: int
+    rule: FaultRule
+    delay_s: float
+
+
+class FaultInjector:
+    """The running fault profile, its seeded draws and hit counts (thread-safe)."""
+
+    def __init__(self, profile: FaultProfile | None = None) -> None:
+        self._configured = profile or FaultProfile()
+        self._lock = threading.Lock()
+        self._profile = self._configured
+        self._rng = random.Random(self._configured.seed)  # noqa: S311  reproducible draws, not secrets
+        self._hits = [0] * len(self._configured.rules)
+
+    @property
+    def profile(self) -> FaultProfile:
+        """The profile in force."""
+        return self._profile
+
+    @property
+    def active(self) -> bool:
+        """Whether any rule is in force (no rule: requests pass untouched, at no cost)."""
+        return bool(self._profile.rules)
+
+    def hits(self) -> list[int]:
+        """How many requests each rule has hit since the profile was set."""
+        with self._lock:
+            return list(self._hits)
+
+    def set(self, profile: FaultProfile) -> None:
+        """Put ``profile`` in force, its generator seeded afresh and its counts at zero."""
+        with self._lock:
+            self._profile = profile
+            self._rng = random.Random(profile.seed)  # noqa: S311  reproducible draws, not secrets
+            self._hits = [0] * len(profile.rules)
+
+    def clear(self) -> None:
+        """No rule in force."""
+        self.set(FaultProfile())
+
+    def restore(self) -> None:
+        """Back to the profile the process started with (none unless ``--faults`` gave one)."""
+        self.set(self._configured)
+
+    def check_endpoints(self, known: frozenset[str], profile: FaultProfile | None = None) -> None:
+        """Raise ``ValueError`` naming the first rule whose ``endpoint`` is not one of ``known``."""
+        for index, rule in enumerate((profile or self._configured).rules):
+            if rule.endpoint is not None and rule.endpoint not in known:
+                raise ValueError(
+                    f"fault profile rules.{index}.endpoint: unknown endpoint {rule.endpoint!r}; use a route "
+                    "name such as create_appointment or a method and path template such as "
+                    "'POST /api/organizations/{organization_id}/appointments'"
+                )
+
+    def draw(self, organization_id: str | None, endpoints: frozenset[str]) -> Hit | None:
+        """The first rule hitting a request to ``endpoints`` of ``organization_id``, counted; or ``None``."""
+        with self._lock:
+            for index, rule in enumerate(self._profile.rules):
+                if rule.organization_id is not None and rule.organization_id != organization_id:
+                    continue
+                if rule.endpoint is not None and rule.endpoint not in endpoints:
+                    continue
+                if rule.count is not None and self._hits[index] >= rule.count:
+                    continue
+                if rule.rate < 1 and self._rng.random() >= rule.rate:
+                    continue
+                self._hits[index] += 1
+                jitter = self._rng.uniform(0, rule.jitter_ms) if rule.jitter_ms else 0.0
+                return Hit(index, rule, (rule.latency_ms + jitter) / 1000)
+        return None
