@@ -64,3 +64,6 @@ def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None
     # The platform's process owns its root logger: replacing the handlers makes a second call a no-op.
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # Alembic narrates every migration step at INFO ("Context impl SQLiteImpl."), on each start-up that
+    # checks the schema: noise on the platform's one-JSON-line-per-event stderr, so only its warnings pass.
+    logging.getLogger("alembic").setLevel(max(logging.WARNING, root.level))
