@@ -1,5 +1,7 @@
 """Appointments: the atomic, idempotent create, reads, and the status transitions cancel and no-show.
 
+Every change queues its webhook event in its own transaction (`osbp.backend.webhook_events`).
+
 The create runs inside one `BEGIN IMMEDIATE` transaction: it resolves the ids, checks eligibility,
 verification and the slot (including the provider's overlapping active appointments), and inserts, so
 no other writer can slip in between check and insert. The partial unique index on (provider, start) is
@@ -20,7 +22,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from osbp.backend import idempotency
+from osbp.backend import idempotency, webhook_events
 from osbp.backend.availability import check_bookable, eligible
 from osbp.backend.catalog import (
     get_location,
@@ -40,7 +42,18 @@ from osbp.backend.validators import matches_any, offer_token
 from osbp.backend.verification import check_code
 from osbp.backend.wire import AppointmentCreate, AppointmentOut, CustomerOut
 
-__all__ = ["CANCEL", "NO_SHOW", "Created", "Transition", "appointment_out", "change_status", "create", "get"]
+__all__ = [
+    "CANCEL",
+    "NO_SHOW",
+    "Created",
+    "Transition",
+    "appointment_out",
+    "change_status",
+    "create",
+    "find",
+    "get",
+    "native_status",
+]
 
 
 @dataclass(frozen=True)
@@ -82,6 +95,14 @@ def create(
                 _check_offer(session, organization_id, request, if_match)
             outcome = _create_locked(
                 session, organization_id=organization_id, request=request, now=now, tokens=tokens
+            )
+            webhook_events.record(
+                session,
+                event_type="appointment.created",
+                appointment=outcome,
+                actor="customer",
+                now=now,
+                tokens=tokens,
             )
             body = outcome.model_dump(mode="json")
             idempotency.store(
@@ -295,7 +316,8 @@ def native_status(appointment: Appointment, now: datetime) -> str:
     return appointment.status
 
 
-def _find(session: Session, organization_id: str, appointment_id: str) -> tuple[Appointment, Service]:
+def find(session: Session, organization_id: str, appointment_id: str) -> tuple[Appointment, Service]:
+    """The organization's appointment and its service, or 404 `appointment_not_found`."""
     appointment = session.get(Appointment, appointment_id)
     if appointment is None or appointment.organization_id != organization_id:
         detail = f"No appointment {appointment_id!r} at {organization_id!r}."
@@ -306,7 +328,7 @@ def _find(session: Session, organization_id: str, appointment_id: str) -> tuple[
 def get(db: Database, *, organization_id: str, appointment_id: str, now: datetime) -> AppointmentOut:
     """Read one appointment."""
     with db.read() as session:
-        return appointment_out(*_find(session, organization_id, appointment_id), now)
+        return appointment_out(*find(session, organization_id, appointment_id), now)
 
 
 @dataclass(frozen=True)
@@ -318,6 +340,8 @@ class Transition:
     after_start: bool
     #: The refusal's detail; ``{status}`` is the appointment's status at `now`.
     refusal: str
+    #: Who makes the change, as its webhook event says.
+    actor: webhook_events.Actor
 
 
 #: Cancel a pending appointment, or a confirmed one that has not ended, freeing the provider's time.
@@ -326,6 +350,7 @@ CANCEL = Transition(
     from_statuses=("pending", "confirmed"),
     after_start=False,
     refusal="The appointment is {status}; it cannot be cancelled.",
+    actor="customer",
 )
 #: The merchant marks a confirmed appointment (ended or not) that has started as a no-show.
 NO_SHOW = Transition(
@@ -333,19 +358,37 @@ NO_SHOW = Transition(
     from_statuses=("confirmed", "completed"),
     after_start=True,
     refusal="Only a confirmed appointment that has started can be marked a no-show.",
+    actor="merchant",
 )
 
 
 def change_status(
-    db: Database, *, organization_id: str, appointment_id: str, transition: Transition, now: datetime
+    db: Database,
+    *,
+    organization_id: str,
+    appointment_id: str,
+    transition: Transition,
+    now: datetime,
+    tokens: TokenSource,
 ) -> AppointmentOut:
-    """Move the appointment to `transition.target`, or 409 `appointment_not_cancellable`."""
+    """Apply `transition` and queue its event, or 409 `appointment_not_cancellable`."""
     with db.write() as session:
-        appointment, service = _find(session, organization_id, appointment_id)
+        appointment, service = find(session, organization_id, appointment_id)
         status = native_status(appointment, now)
         started = appointment.starts_utc <= now.timestamp()
         if status not in transition.from_statuses or (transition.after_start and not started):
             raise ProblemError("appointment_not_cancellable", transition.refusal.format(status=status))
+        previous = appointment.status
         appointment.status = transition.target
         session.add(appointment)
-        return appointment_out(appointment, service, now)
+        changed = appointment_out(appointment, service, now)
+        webhook_events.record(
+            session,
+            event_type=webhook_events.status_event_type(transition.target),
+            appointment=changed,
+            actor=transition.actor,
+            now=now,
+            tokens=tokens,
+            **({} if transition.target == "cancelled" else {"previous_status": previous}),
+        )
+        return changed

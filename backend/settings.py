@@ -69,6 +69,18 @@ class BackendSettings(BaseSettings):
         "X-Forwarded-For names the client; none by default, so the peer address is the client",
     )
     log_level: LogLevel = Field(default="INFO", description="stderr JSON log level")
+    allow_non_loopback_webhooks: bool = Field(
+        default=False, description="permit webhook endpoints whose URL host is not loopback"
+    )
+    webhook_max_attempts: int = Field(
+        default=8, ge=1, le=50, description="delivery attempts per webhook event before it is given up"
+    )
+    webhook_retry_base_seconds: float = Field(
+        default=5.0, gt=0, le=86400, description="delay after a failed first attempt; doubles each time"
+    )
+    webhook_timeout_seconds: float = Field(
+        default=5.0, gt=0, le=120, description="seconds a webhook receiver has to answer an attempt"
+    )
 
     @field_validator("host")
     @classmethod
