@@ -123,6 +123,9 @@ def record_attempt(
 ) -> None:
     """Log the attempt and move the delivery on: delivered, failed (attempts spent), or retry later."""
     with db.write() as session:
+        delivery = session.get(WebhookDelivery, item.delivery_id)
+        if delivery is None:
+            return  # cleared by a reset while the attempt ran
         session.add(
             WebhookAttempt(
                 delivery_id=item.delivery_id,
@@ -132,9 +135,8 @@ def record_attempt(
                 error=outcome.error,
             )
         )
-        delivery = session.get(WebhookDelivery, item.delivery_id)
-        if delivery is None or delivery.state != "pending":
-            return  # abandoned (its endpoint deleted) or cleared by a reset while the attempt ran
+        if delivery.state != "pending":
+            return  # abandoned: its endpoint was deleted while the attempt ran
         delivery.attempts = item.attempt
         delivery.last_status_code = outcome.status_code
         delivery.last_error = outcome.error

@@ -82,6 +82,12 @@ def test_a_non_loopback_receiver_is_refused_by_default(quiet, url):
     assert "--allow-non-loopback-webhooks" in refused.json()["detail"]
 
 
+@pytest.mark.parametrize("url", ["http://localhost:9/hook", "http://[::1]:9/hook", "https://127.0.0.2/in"])
+def test_loopback_receivers_are_accepted(quiet, url):
+    """Platform choice: 127.0.0.0/8, ::1 and localhost are loopback."""
+    assert _register(quiet, url=url)["url"] == url
+
+
 def test_the_platform_flag_allows_a_non_loopback_receiver():
     """Platform choice: allow_non_loopback_webhooks lifts the loopback-only rule."""
     app = create_app(make_settings(allow_non_loopback_webhooks=True))

@@ -14,6 +14,7 @@ from standardwebhooks import Webhook
 
 from osbp.backend.process import PlatformProcess
 from tests.support.bookwell import DAY, NOW, booking
+from tests.support.paths import REPO
 from tests.support.webhooks import Receiver, eventually
 
 pytestmark = pytest.mark.integration
@@ -22,6 +23,15 @@ ORG = "carolyns_dental"
 API = f"/api/organizations/{ORG}"
 #: A Tuesday far ahead of the real clock: Carolyn's Dental is open 09:00-17:00.
 FUTURE_DAY = "2030-05-07"
+
+
+def _documented_verify() -> Any:
+    """The standard-library verification recipe of docs/backend-api.md, run as written."""
+    text = (REPO / "docs" / "backend-api.md").read_text()
+    recipe = text.split("With the standard library only:\n\n```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(recipe, namespace)  # noqa: S102  our own documentation's code block, the point of the test
+    return namespace["verify"]
 
 
 def _client(platform: PlatformProcess) -> httpx2.Client:
@@ -53,7 +63,7 @@ def _log(http: httpx2.Client) -> list[dict[str, Any]]:
 
 
 def test_events_arrive_signed_in_order_each_after_the_one_before_is_acknowledged(tmp_path):
-    """Standard Webhooks signature; platform choice: at-least-once, ordered per appointment, retried."""
+    """Standard Webhooks signature (library and the documented recipe); platform choice: ordered, retried."""
     settings = {
         "db": str(tmp_path / "platform.db"),
         "enable_testing": True,
@@ -75,8 +85,11 @@ def test_events_arrive_signed_in_order_each_after_the_one_before_is_acknowledged
         ("appointment.rescheduled", 200),
         ("appointment.cancelled", 200),
     ]
+    documented_verify = _documented_verify()
     for item in got:
         assert Webhook(secret).verify(item.body, item.headers) == item.event
+        assert documented_verify(secret, item.headers, item.body) is True
+        assert documented_verify(secret, item.headers, item.body + b" ") is False
     assert len({item.webhook_id for item in got[:3]}) == 1
     assert [item.webhook_id for item in got[2:]] == [entry["webhook_id"] for entry in log]
     assert [entry["attempts"] for entry in log] == [3, 1, 1]
