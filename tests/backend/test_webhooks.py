@@ -8,6 +8,7 @@ import hmac
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -45,8 +46,8 @@ def _register(client: TestClient, **body: object) -> dict[str, object]:
     return found
 
 
-def _log(client: TestClient, **query: str) -> list[dict[str, object]]:
-    found: list[dict[str, object]] = client.get("/_testing/webhook-deliveries", params=query).json()[
+def _log(client: TestClient, **query: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = client.get("/_testing/webhook-deliveries", params=query).json()[
         "deliveries"
     ]
     return found

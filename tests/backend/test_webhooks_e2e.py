@@ -62,6 +62,18 @@ def _log(http: httpx2.Client) -> list[dict[str, Any]]:
     return deliveries
 
 
+def _delivered(http: httpx2.Client) -> list[dict[str, Any]] | None:
+    """The delivery log once every delivery in it is delivered."""
+    found = _log(http)
+    return found if found and all(entry["state"] == "delivered" for entry in found) else None
+
+
+def _attempted(http: httpx2.Client, attempts: int) -> list[dict[str, Any]] | None:
+    """The delivery log once its first delivery has recorded `attempts` attempts."""
+    found = _log(http)
+    return found if found and found[0]["attempts"] == attempts else None
+
+
 def test_events_arrive_signed_in_order_each_after_the_one_before_is_acknowledged(tmp_path):
     """Standard Webhooks signature (library and the documented recipe); platform choice: ordered, retried."""
     settings = {
@@ -75,9 +87,7 @@ def test_events_arrive_signed_in_order_each_after_the_one_before_is_acknowledged
         _merchant(http, appointment, "reschedule", date=FUTURE_DAY, time="11:00")
         _merchant(http, appointment, "cancel")
         got = receiver.wait_for(lambda seen: sum(item.status == 200 for item in seen) == 3)
-        log = eventually(
-            lambda: (found := _log(http)) and all(i["state"] == "delivered" for i in found) and found
-        )
+        log = eventually(lambda: _delivered(http))
     assert [(item.event["type"], item.status) for item in got] == [
         ("appointment.created", 500),
         ("appointment.created", 503),
@@ -108,12 +118,12 @@ def test_a_failed_attempt_is_retried_after_the_base_delay_on_the_platform_clock(
         secret = _register(http, receiver)
         _book(http, "frozen-1", date=DAY)
         receiver.wait_for(lambda seen: len(seen) == 1)
-        (entry,) = eventually(lambda: (found := _log(http)) and found[0]["attempts"] == 1 and found)
+        (entry,) = eventually(lambda: _attempted(http, 1))
         assert (entry["state"], entry["last_status_code"]) == ("pending", 500)
         assert entry["next_attempt_at"] == "2026-05-04T12:00:30.000Z"
         http.post("/_testing/clock", json={"advance_seconds": 30})
         first, second = receiver.wait_for(lambda seen: len(seen) == 2)
-        (entry,) = eventually(lambda: (found := _log(http)) and found[0]["state"] == "delivered" and found)
+        (entry,) = eventually(lambda: _delivered(http))
     retried_at = NOW + timedelta(seconds=30)
     assert (first.headers["webhook-timestamp"], second.headers["webhook-timestamp"]) == (
         str(int(NOW.timestamp())),
@@ -146,14 +156,12 @@ def test_a_platform_killed_mid_delivery_delivers_everything_after_a_restart(tmp_
             crashed.stop()
         receiver.release()
         with PlatformProcess(**settings) as restarted, _client(restarted) as http:
-            log = eventually(
-                lambda: (found := _log(http)) and all(i["state"] == "delivered" for i in found) and found
-            )
+            log = eventually(lambda: _delivered(http))
             got = receiver.wait_for(lambda seen: {item.webhook_id for item in seen} >= set(queued))
     assert [entry["webhook_id"] for entry in log] == queued
     assert len(queued) == 4
     assert got[0].webhook_id == got[1].webhook_id == queued[0]  # the one in flight, delivered again
-    order = {first: [], second: []}
+    order: dict[str, list[str]] = {first: [], second: []}
     for item in got[1:]:
         order[item.event["data"]["appointment"]["id"]].append(item.event["type"])
     assert order == {
