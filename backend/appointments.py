@@ -53,6 +53,7 @@ __all__ = [
     "find",
     "get",
     "native_status",
+    "set_status",
 ]
 
 
@@ -378,17 +379,42 @@ def change_status(
         started = appointment.starts_utc <= now.timestamp()
         if status not in transition.from_statuses or (transition.after_start and not started):
             raise ProblemError("appointment_not_cancellable", transition.refusal.format(status=status))
-        previous = appointment.status
-        appointment.status = transition.target
-        session.add(appointment)
-        changed = appointment_out(appointment, service, now)
-        webhook_events.record(
+        return set_status(
             session,
-            event_type=webhook_events.status_event_type(transition.target),
-            appointment=changed,
+            appointment,
+            service,
+            target=transition.target,
             actor=transition.actor,
             now=now,
             tokens=tokens,
-            **({} if transition.target == "cancelled" else {"previous_status": previous}),
         )
-        return changed
+
+
+def set_status(
+    session: Session,
+    appointment: Appointment,
+    service: Service,
+    *,
+    target: str,
+    actor: webhook_events.Actor,
+    now: datetime,
+    tokens: TokenSource,
+) -> AppointmentOut:
+    """Store `target` and queue its event in the caller's transaction; the appointment as it is now.
+
+    A status change other than a cancellation names the stored status it replaced (`previous_status`).
+    """
+    previous = appointment.status
+    appointment.status = target
+    session.add(appointment)
+    changed = appointment_out(appointment, service, now)
+    webhook_events.record(
+        session,
+        event_type=webhook_events.status_event_type(target),
+        appointment=changed,
+        actor=actor,
+        now=now,
+        tokens=tokens,
+        **({} if target == "cancelled" else {"previous_status": previous}),
+    )
+    return changed

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sqlalchemy.exc import IntegrityError
 
 from osbp.backend import webhook_events
-from osbp.backend.appointments import appointment_out, find, native_status
+from osbp.backend.appointments import appointment_out, find, native_status, set_status
 from osbp.backend.availability import check_bookable
 from osbp.backend.catalog import get_location, get_organization, get_provider
 from osbp.backend.db import Database
@@ -113,20 +113,9 @@ def act(
             return appointment_out(appointment, service, now)
         if not action.allowed(appointment, now):
             raise _refuse(action.name, appointment, now)
-        previous = appointment.status
-        appointment.status = action.target
-        session.add(appointment)
-        changed = appointment_out(appointment, service, now)
-        webhook_events.record(
-            session,
-            event_type=webhook_events.status_event_type(action.target),
-            appointment=changed,
-            actor="merchant",
-            now=now,
-            tokens=tokens,
-            previous_status=previous,
+        return set_status(
+            session, appointment, service, target=action.target, actor="merchant", now=now, tokens=tokens
         )
-        return changed
 
 
 def reschedule(

@@ -148,20 +148,40 @@ def test_without_a_subscribed_endpoint_nothing_is_queued(quiet):
     assert [item["event_type"] for item in _log(quiet)] == ["appointment.cancelled"]
 
 
+def _events(client: TestClient) -> list[dict[str, Any]]:
+    with _runtime(client).db.read() as session:
+        events = session.exec(select(WebhookEvent).order_by(col(WebhookEvent.seq))).all()
+    return [json.loads(event.payload) for event in events]
+
+
 def test_the_customer_cancel_event_carries_the_appointment_and_actor(quiet):
     """Standard Webhooks payload shape: type, timestamp, data (the appointment after the change)."""
     _register(quiet)
     appointment = create(quiet, ORG, booking()).json()
     quiet.post(f"/api/organizations/{ORG}/appointments/{appointment['id']}/cancel")
-    with _runtime(quiet).db.read() as session:
-        events = session.exec(select(WebhookEvent).order_by(col(WebhookEvent.seq))).all()
-    cancelled = json.loads(events[1].payload)
+    cancelled = _events(quiet)[1]
     assert cancelled["type"] == "appointment.cancelled"
     assert cancelled["timestamp"] == "2026-05-04T12:00:00Z"
     assert (cancelled["data"]["actor"], cancelled["data"]["appointment"]["status"]) == (
         "customer",
         "cancelled",
     )
+
+
+def test_a_merchant_status_change_names_the_status_it_replaced(quiet):
+    """Platform choice: appointment.status_changed carries previous_status and the merchant actor."""
+    _register(quiet)
+    appointment = create(quiet, ORG, booking()).json()
+    quiet.post("/_testing/clock", json={"now": "2026-05-05T14:10:00Z"})
+    assert (
+        quiet.post(f"/api/organizations/{ORG}/merchant/appointments/{appointment['id']}/complete").status_code
+        == 200
+    )
+    changed = _events(quiet)[1]
+    assert changed["type"] == "appointment.status_changed"
+    assert (changed["data"]["previous_status"], changed["data"]["actor"]) == ("confirmed", "merchant")
+    assert changed["data"]["appointment"]["status"] == "completed"
+    assert changed["timestamp"] == "2026-05-05T14:10:00Z"
 
 
 def test_deleting_an_endpoint_abandons_its_pending_deliveries(quiet):
