@@ -131,10 +131,10 @@ def reschedule(
     try:
         with db.write() as session:
             appointment, service = find(session, organization_id, appointment_id)
-            if (appointment.local_date, appointment.local_time) == (request.date, request.time):
-                return appointment_out(appointment, service, now)
             if appointment.status not in ("pending", "confirmed") or _started(appointment, now):
                 raise _refuse("reschedule", appointment, now)
+            if (appointment.local_date, appointment.local_time) == (request.date, request.time):
+                return appointment_out(appointment, service, now)
             previous = {
                 "date": appointment.local_date,
                 "time": appointment.local_time,

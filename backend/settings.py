@@ -69,6 +69,9 @@ class BackendSettings(BaseSettings):
         "X-Forwarded-For names the client; none by default, so the peer address is the client",
     )
     log_level: LogLevel = Field(default="INFO", description="stderr JSON log level")
+    pause_webhooks: bool = Field(
+        default=False, description="queue webhook events without delivering them (no delivery worker runs)"
+    )
     allow_non_loopback_webhooks: bool = Field(
         default=False, description="permit webhook endpoints whose URL host is not loopback"
     )

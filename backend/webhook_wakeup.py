@@ -22,6 +22,12 @@ class Wakeup:
             self._loop, self._event = loop, asyncio.Event()
             return self._event
 
+    @property
+    def bound(self) -> bool:
+        """Whether a worker is listening."""
+        with self._lock:
+            return self._loop is not None
+
     def unbind(self) -> None:
         """The worker stopped: wake-ups are dropped."""
         with self._lock:

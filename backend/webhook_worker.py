@@ -99,6 +99,9 @@ async def running(runtime: Runtime) -> AsyncIterator[None]:
     Cancelled through anyio, not `Task.cancel`: a database call in a worker thread is shielded and
     finishes first, so the database is never closed under a running query.
     """
+    if runtime.settings.pause_webhooks:
+        yield  # events are still queued; a later run without the setting delivers them
+        return
     wakeup = runtime.webhooks
     wake = wakeup.bind(asyncio.get_running_loop())
     try:

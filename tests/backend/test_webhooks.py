@@ -260,6 +260,16 @@ def test_signed_headers_follow_standard_webhooks_and_verify_with_its_library():
     assert Webhook(secret).verify(body, fresh) == {"type": "appointment.created"}
 
 
+def test_the_worker_runs_for_the_lifespan_unless_webhooks_are_paused():
+    """Platform choice: pause_webhooks queues events but starts no delivery worker."""
+    for paused in (False, True):
+        app = create_app(make_settings(pause_webhooks=paused))
+        with TestClient(app) as client:
+            assert _runtime(client).webhooks.bound is not paused
+        assert _runtime(client).webhooks.bound is False
+        app.state.runtime.db.dispose()
+
+
 def test_the_delivery_log_is_test_surface_only():
     """Platform choice: /_testing paths are absent unless enable_testing."""
     app = create_app(make_settings(enable_testing=False))
