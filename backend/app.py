@@ -6,6 +6,8 @@ here, once, like FastAPI's own validation and HTTP errors.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import cast
 
 from fastapi import FastAPI, Request
@@ -23,6 +25,7 @@ from osbp.backend.runtime import Runtime
 from osbp.backend.settings import BackendSettings
 from osbp.backend.testing_api import router as testing_router
 from osbp.backend.tokens import TokenSource
+from osbp.backend.webhook_worker import running
 
 __all__ = ["create_app"]
 
@@ -64,7 +67,16 @@ def create_app(
 ) -> FastAPI:
     """Build the platform app (a fresh runtime from `settings` unless one is given)."""
     runtime = runtime or Runtime.build(settings or BackendSettings(), tokens=tokens)
+    built = runtime  # the closure below sees a Runtime, not the parameter's Optional
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # The webhook worker delivers the outbox while the app serves, and stops with it.
+        async with running(built):
+            yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="Bookwell",
         version=PLATFORM_SERVER.split("/")[1],
         summary="A synthetic merchant booking platform with its own native API (osbp.backend).",

@@ -1,5 +1,7 @@
 """Appointments: the atomic, idempotent create, reads, and the status transitions cancel and no-show.
 
+Every change queues its webhook event in its own transaction (`osbp.backend.webhook_events`).
+
 The create runs inside one write transaction: it resolves the ids, checks eligibility, verification and
 the slot (including the provider's overlapping active appointments), and inserts, so no other writer can
 slip in between check and insert (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: advisory locks on the key, the
@@ -22,7 +24,7 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from osbp.backend import idempotency
+from osbp.backend import idempotency, webhook_events
 from osbp.backend.availability import check_bookable, eligible
 from osbp.backend.catalog import (
     get_location,
@@ -43,7 +45,19 @@ from osbp.backend.validators import matches_any, offer_token
 from osbp.backend.verification import check_code
 from osbp.backend.wire import AppointmentCreate, AppointmentOut, CustomerOut
 
-__all__ = ["CANCEL", "NO_SHOW", "Created", "Transition", "appointment_out", "change_status", "create", "get"]
+__all__ = [
+    "CANCEL",
+    "NO_SHOW",
+    "Created",
+    "Transition",
+    "appointment_out",
+    "change_status",
+    "create",
+    "find",
+    "get",
+    "native_status",
+    "set_status",
+]
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,14 @@ def create(
                 _check_offer(session, organization_id, request, if_match)
             outcome = _create_locked(
                 session, organization_id=organization_id, request=request, now=now, tokens=tokens
+            )
+            webhook_events.record(
+                session,
+                event_type="appointment.created",
+                appointment=outcome,
+                actor="customer",
+                now=now,
+                tokens=tokens,
             )
             body = outcome.model_dump(mode="json")
             idempotency.store(
@@ -307,7 +329,8 @@ def native_status(appointment: Appointment, now: datetime) -> str:
     return appointment.status
 
 
-def _find(session: Session, organization_id: str, appointment_id: str) -> tuple[Appointment, Service]:
+def find(session: Session, organization_id: str, appointment_id: str) -> tuple[Appointment, Service]:
+    """The organization's appointment and its service, or 404 `appointment_not_found`."""
     appointment = session.get(Appointment, appointment_id)
     if appointment is None or appointment.organization_id != organization_id:
         detail = f"No appointment {appointment_id!r} at {organization_id!r}."
@@ -318,7 +341,7 @@ def _find(session: Session, organization_id: str, appointment_id: str) -> tuple[
 def get(db: Database, *, organization_id: str, appointment_id: str, now: datetime) -> AppointmentOut:
     """Read one appointment."""
     with db.read() as session:
-        return appointment_out(*_find(session, organization_id, appointment_id), now)
+        return appointment_out(*find(session, organization_id, appointment_id), now)
 
 
 @dataclass(frozen=True)
@@ -330,6 +353,8 @@ class Transition:
     after_start: bool
     #: The refusal's detail; ``{status}`` is the appointment's status at `now`.
     refusal: str
+    #: Who makes the change, as its webhook event says.
+    actor: webhook_events.Actor
 
 
 #: Cancel a pending appointment, or a confirmed one that has not ended, freeing the provider's time.
@@ -338,6 +363,7 @@ CANCEL = Transition(
     from_statuses=("pending", "confirmed"),
     after_start=False,
     refusal="The appointment is {status}; it cannot be cancelled.",
+    actor="customer",
 )
 #: The merchant marks a confirmed appointment (ended or not) that has started as a no-show.
 NO_SHOW = Transition(
@@ -345,19 +371,62 @@ NO_SHOW = Transition(
     from_statuses=("confirmed", "completed"),
     after_start=True,
     refusal="Only a confirmed appointment that has started can be marked a no-show.",
+    actor="merchant",
 )
 
 
 def change_status(
-    db: Database, *, organization_id: str, appointment_id: str, transition: Transition, now: datetime
+    db: Database,
+    *,
+    organization_id: str,
+    appointment_id: str,
+    transition: Transition,
+    now: datetime,
+    tokens: TokenSource,
 ) -> AppointmentOut:
-    """Move the appointment to `transition.target`, or 409 `appointment_not_cancellable`."""
+    """Apply `transition` and queue its event, or 409 `appointment_not_cancellable`."""
     with db.write() as session:
-        appointment, service = _find(session, organization_id, appointment_id)
+        appointment, service = find(session, organization_id, appointment_id)
         status = native_status(appointment, now)
         started = appointment.starts_utc <= now.timestamp()
         if status not in transition.from_statuses or (transition.after_start and not started):
             raise ProblemError("appointment_not_cancellable", transition.refusal.format(status=status))
-        appointment.status = transition.target
-        session.add(appointment)
-        return appointment_out(appointment, service, now)
+        return set_status(
+            session,
+            appointment,
+            service,
+            target=transition.target,
+            actor=transition.actor,
+            now=now,
+            tokens=tokens,
+        )
+
+
+def set_status(
+    session: Session,
+    appointment: Appointment,
+    service: Service,
+    *,
+    target: str,
+    actor: webhook_events.Actor,
+    now: datetime,
+    tokens: TokenSource,
+) -> AppointmentOut:
+    """Store `target` and queue its event in the caller's transaction; the appointment as it is now.
+
+    A status change other than a cancellation names the stored status it replaced (`previous_status`).
+    """
+    previous = appointment.status
+    appointment.status = target
+    session.add(appointment)
+    changed = appointment_out(appointment, service, now)
+    webhook_events.record(
+        session,
+        event_type=webhook_events.status_event_type(target),
+        appointment=changed,
+        actor=actor,
+        now=now,
+        tokens=tokens,
+        **({} if target == "cancelled" else {"previous_status": previous}),
+    )
+    return changed

@@ -1,5 +1,8 @@
 """The platform's tables (SQLModel on SQLite or PostgreSQL; the migrations in `migrations/` build them).
 
+The webhook tables are an outbox: an event and its deliveries are inserted in the transaction that
+changes the appointment, so a committed change always has its pending deliveries (none lost on restart).
+
 Appointment times are stored twice: the merchant-local wall-clock the API speaks, and UTC epoch seconds
 (`starts_utc`, `ends_utc`) so overlap checks are indexed range queries that never scan history. Two
 backstops under the transactional check, on active exclusive appointments only (an organization allowing
@@ -26,6 +29,10 @@ __all__ = [
     "Provider",
     "Service",
     "VerificationChallenge",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "WebhookEvent",
 ]
 
 #: Statuses that hold a provider's time.
@@ -209,3 +216,55 @@ class OutboxMessage(SQLModel, table=True):
     body: str
     code: str
     sent_utc: int = Field(sa_type=BigInteger)
+
+
+class WebhookEndpoint(SQLModel, table=True):
+    """A receiver URL an organization registered; `secret` (`whsec_…`) signs every delivery to it."""
+
+    id: str = Field(primary_key=True)
+    organization_id: str = Field(index=True, foreign_key="organization.id")
+    url: str
+    description: str = ""
+    event_types: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    secret: str
+    created_utc: int = Field(sa_type=BigInteger)
+
+
+class WebhookEvent(SQLModel, table=True):
+    """One event as sent: its `id` is the `webhook-id`, `payload` the exact body bytes of every attempt."""
+
+    seq: int | None = Field(default=None, primary_key=True)
+    id: str = Field(index=True, unique=True)
+    organization_id: str = Field(index=True)
+    appointment_id: str
+    type: str
+    payload: str
+    created_utc: int = Field(sa_type=BigInteger)
+
+
+class WebhookDelivery(SQLModel, table=True):
+    """An event owed to one endpoint: state pending, delivered, failed (attempts spent) or abandoned."""
+
+    __table_args__ = (Index("ix_webhook_delivery_due", "state", "next_attempt_utc"),)
+
+    id: str = Field(primary_key=True)
+    organization_id: str = Field(index=True)
+    endpoint_id: str = Field(index=True)
+    event_seq: int = Field(index=True)
+    appointment_id: str
+    state: str = "pending"
+    attempts: int = 0
+    next_attempt_utc: float | None = None
+    last_status_code: int | None = None
+    last_error: str | None = None
+
+
+class WebhookAttempt(SQLModel, table=True):
+    """One attempt of a delivery, as logged: the receiver's status code, or the transport error."""
+
+    seq: int | None = Field(default=None, primary_key=True)
+    delivery_id: str = Field(index=True)
+    attempt: int
+    attempted_utc: float
+    status_code: int | None = None
+    error: str | None = None

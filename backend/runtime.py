@@ -1,4 +1,5 @@
-"""The platform's per-process state: settings, database, clock, randomness, limiter, faults, arms, counters.
+"""The platform's per-process state: settings, database, clock, randomness, limiter, faults, webhook
+wake-up, test arms, counters.
 
 One `Runtime` per app instance (kept on `app.state.runtime`), so several platforms can run side by side
 in one test process without sharing anything. Several processes on one PostgreSQL database share every
@@ -22,6 +23,7 @@ from osbp.backend.schema import prepare as prepare_schema
 from osbp.backend.seed import seed
 from osbp.backend.settings import BackendSettings
 from osbp.backend.tokens import SecretTokens, TokenSource
+from osbp.backend.webhook_wakeup import Wakeup
 
 __all__ = ["ARMABLE_OUTCOMES", "Runtime"]
 
@@ -40,6 +42,8 @@ class Runtime:
     limiter: RateLimiter
     catalog: CatalogCache = field(default_factory=CatalogCache)
     faults: FaultInjector = field(default_factory=FaultInjector)
+    #: Wakes the webhook worker once a change queued events or the clock moved.
+    webhooks: Wakeup = field(default_factory=Wakeup)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _armed: dict[str, str] = field(default_factory=dict)
     _create_requests: Counter[str] = field(default_factory=Counter)

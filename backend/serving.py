@@ -76,7 +76,7 @@ def uvicorn_config(app: FastAPI, **overrides: Any) -> uvicorn.Config:
         "log_level": "warning",
         "access_log": False,
         "server_header": False,
-        "lifespan": "off",
+        "lifespan": "on",  # the app's lifespan runs the webhook worker
         "timeout_graceful_shutdown": 5,
         "backlog": 2048,
         "proxy_headers": bool(trusted),

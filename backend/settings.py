@@ -87,6 +87,21 @@ class BackendSettings(BaseSettings):
     fault_seed: int | None = Field(
         default=None, description="seed for the fault profile's draws (overrides the profile's seed)"
     )
+    pause_webhooks: bool = Field(
+        default=False, description="queue webhook events without delivering them (no delivery worker runs)"
+    )
+    allow_non_loopback_webhooks: bool = Field(
+        default=False, description="permit webhook endpoints whose URL host is not loopback"
+    )
+    webhook_max_attempts: int = Field(
+        default=8, ge=1, le=50, description="delivery attempts per webhook event before it is given up"
+    )
+    webhook_retry_base_seconds: float = Field(
+        default=5.0, gt=0, le=86400, description="delay after a failed first attempt; doubles each time"
+    )
+    webhook_timeout_seconds: float = Field(
+        default=5.0, gt=0, le=120, description="seconds a webhook receiver has to answer an attempt"
+    )
 
     def fault_profile(self) -> FaultProfile | None:
         """The run's fault profile, seeded by `fault_seed` when that is given."""

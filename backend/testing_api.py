@@ -3,9 +3,10 @@
 Arm an organization's next appointment create to fail (consumed once), read the outbox (the stand-in
 SMS/email gateway), set or advance the platform clock, reset to seeds, read counters that prove a
 write did or did not happen, change a service's price or policy or a provider's name on the running
-platform (as a merchant editing its catalog would), and give one appointment a native status directly (to
-grade a status mapping), and put a fault profile in force (`/_testing/faults`, see
-`osbp.backend.faults`). The shapes are a contract with the conformance battery and the demo.
+platform (as a merchant editing its catalog would), give one appointment a native status directly (to
+grade a status mapping; no webhook event), read the webhook delivery log, and put a fault profile in
+force (`/_testing/faults`, see `osbp.backend.faults`). The shapes are a contract with the conformance
+battery and the demo.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from osbp.backend.faults import endpoint_names
 from osbp.backend.models import ACTIVE_STATUSES, Appointment, OutboxMessage
 from osbp.backend.problems import ProblemError
 from osbp.backend.runtime import Runtime
+from osbp.backend.webhook_log import DeliveryLog, delivery_log
 from osbp.backend.wire import AppointmentOut
 
 __all__ = [
@@ -206,6 +208,7 @@ def set_clock(body: ClockRequest, runtime: RuntimeDep) -> ClockOut:
         instant = runtime.clock.set(body.now)
     else:
         instant = runtime.clock.advance(body.advance_seconds or 0.0)
+    runtime.webhooks.set()  # a retry may have fallen due
     return ClockOut(now=_iso(instant.timestamp()))
 
 
@@ -297,3 +300,13 @@ def set_appointment_status(body: AppointmentStatusRequest, runtime: RuntimeDep) 
         session.add(appointment)
         service = get_service(session, body.organization_id, appointment.service_id)
         return appointment_out(appointment, service, runtime.clock.now())
+
+
+@router.get("/webhook-deliveries", response_model=DeliveryLog)
+def webhook_deliveries(
+    runtime: RuntimeDep,
+    organization_id: Annotated[str | None, Query(max_length=100)] = None,
+    appointment_id: Annotated[str | None, Query(max_length=100)] = None,
+) -> DeliveryLog:
+    """Webhook deliveries in event order, each with its state, next attempt and attempt log."""
+    return delivery_log(runtime.db, organization_id=organization_id, appointment_id=appointment_id)

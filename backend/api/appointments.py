@@ -92,6 +92,7 @@ def create_appointment(
         tokens=runtime.tokens,
         if_match=if_match,
     )
+    runtime.webhooks.set()
     headers = {"Location": _path(organization_id, str(outcome.body.get("id", "")))}
     if outcome.replayed:
         headers["Idempotent-Replayed"] = "true"
@@ -145,5 +146,7 @@ def _change_status(
         appointment_id=appointment_id,
         transition=transition,
         now=runtime.clock.now(),
+        tokens=runtime.tokens,
     )
+    runtime.webhooks.set()
     return model_response(changed)

@@ -1,0 +1,115 @@
+"""The webhook worker: a background task in the platform process that delivers what the outbox holds.
+
+It runs for the app's lifespan (`running`), one attempt at a time, so per-appointment order is simple to
+keep. It wakes when a route commits an event or the test surface moves the clock (`Runtime.webhooks`),
+when the next retry falls due, and at least every `IDLE_POLL_SECONDS`. Stopping cancels it at once, an attempt
+in flight included: that delivery stays pending and is attempted again after a restart (at-least-once,
+same `webhook-id`). Everything it needs is in the database, so a restarted platform resumes where the
+last one stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import anyio
+import anyio.to_thread
+import httpx2
+
+from osbp.backend.headers import PLATFORM_SERVER
+from osbp.backend.logs import logger
+from osbp.backend.runtime import Runtime
+from osbp.backend.webhook_delivery import Attempt, Due, due, next_due_utc, record_attempt, signed_headers
+
+__all__ = ["IDLE_POLL_SECONDS", "running"]
+
+#: The longest the worker sleeps without looking (it also catches a clock moved by other means).
+IDLE_POLL_SECONDS = 1.0
+
+
+async def _attempt(client: httpx2.AsyncClient, runtime: Runtime, item: Due) -> None:
+    attempted = runtime.clock.now()
+    headers = signed_headers(item.secret, item.event_id, attempted, item.payload)
+    try:
+        response = await client.post(item.url, content=item.payload.encode(), headers=headers)
+        outcome = Attempt(status_code=response.status_code)
+    except httpx2.TimeoutException:
+        outcome = Attempt(error="timeout")
+    except httpx2.TransportError as error:
+        outcome = Attempt(error=type(error).__name__)
+    settings = runtime.settings
+    await anyio.to_thread.run_sync(
+        lambda: record_attempt(
+            runtime.db,
+            item,
+            outcome,
+            attempted=attempted,
+            max_attempts=settings.webhook_max_attempts,
+            retry_base_seconds=settings.webhook_retry_base_seconds,
+        )
+    )
+    logger.info(
+        "webhook_attempt",
+        extra={
+            "delivery_id": item.delivery_id,
+            "webhook_id": item.event_id,
+            "attempt": item.attempt,
+            "status_code": outcome.status_code,
+            "error": outcome.error,
+        },
+    )
+
+
+async def _round(client: httpx2.AsyncClient, runtime: Runtime) -> float:
+    """Attempt everything due; how long to sleep before looking again (0 when more may be due)."""
+    batch = await anyio.to_thread.run_sync(lambda: due(runtime.db, now=runtime.clock.now()))
+    for item in batch:
+        await _attempt(client, runtime, item)
+    if batch:
+        return 0.0
+    upcoming = await anyio.to_thread.run_sync(lambda: next_due_utc(runtime.db))
+    if upcoming is None:
+        return IDLE_POLL_SECONDS
+    return min(IDLE_POLL_SECONDS, max(0.0, upcoming - runtime.clock.now().timestamp()))
+
+
+async def _work(runtime: Runtime, wake: asyncio.Event) -> None:
+    timeout = httpx2.Timeout(runtime.settings.webhook_timeout_seconds)
+    headers = {"user-agent": f"{PLATFORM_SERVER} webhooks"}
+    # No redirects and no proxies from the environment: a delivery goes to exactly the registered URL.
+    async with httpx2.AsyncClient(timeout=timeout, headers=headers, trust_env=False) as client:
+        while True:
+            wake.clear()
+            try:
+                pause = await _round(client, runtime)
+            except Exception:  # a broken database must not end delivery for the process's lifetime
+                logger.exception("webhook_worker_failed")
+                pause = IDLE_POLL_SECONDS
+            if pause > 0:
+                with anyio.move_on_after(pause):
+                    await wake.wait()
+
+
+@contextlib.asynccontextmanager
+async def running(runtime: Runtime) -> AsyncIterator[None]:
+    """Run the worker while the block runs; cancel it (and wait for it) on the way out.
+
+    Cancelled through anyio, not `Task.cancel`: a database call in a worker thread is shielded and
+    finishes first, so the database is never closed under a running query.
+    """
+    if runtime.settings.pause_webhooks:
+        yield  # events are still queued; a later run without the setting delivers them
+        return
+    wakeup = runtime.webhooks
+    wake = wakeup.bind(asyncio.get_running_loop())
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_work, runtime, wake, name="bookwell-webhooks")
+            try:
+                yield
+            finally:
+                group.cancel_scope.cancel()
+    finally:
+        wakeup.unbind()
