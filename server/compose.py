@@ -11,6 +11,10 @@ The reference adapter is a plain import here. Only a plug-in named by ``--adapte
 :class:`~osbp.protocol.core.OsbpCore`, so every adapter gets mandate validation, the approval gate and
 idempotency from the protocol core (approval tokens live ``approval_ttl_seconds``), on the process's one
 clock (``--now`` reaches them too), and the server never runs an adapter's own create logic.
+
+Several organizations (``--organization-id a,b`` or ``*``) are served by the reference adapter behind an
+:class:`~osbp.server.orgs.OrganizationRouter`; a remote server puts its one organization behind the
+router too, so a token that may not act for it is refused. stdio with one organization is as before.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from typing import TypeAlias
 
 import anyio
 
+from osbp.adapter.bookwell import PLATFORM
+from osbp.adapter.directory import BookwellDirectory
 from osbp.adapter.reference import build_platform_adapter
 from osbp.protocol.clock import Clock
 from osbp.protocol.contract import BookingAdapter
@@ -32,6 +38,7 @@ from osbp.protocol.core import OsbpCore
 from osbp.protocol.port import PlatformAdapter
 from osbp.protocol.store import StateStore
 from osbp.server.audit import AuditLog
+from osbp.server.orgs import OrganizationRouter, SingleDirectory, served_organizations
 from osbp.server.settings import Leaf, ServerSettings, settings_of
 
 __all__ = [
@@ -81,6 +88,11 @@ def load_factory(spec: str) -> AdapterFactory | str:
 
 def compose(settings: ServerSettings) -> Composition | str:
     """The adapter and the opened audit log for ``settings``, or the one line saying why not."""
+    served = served_organizations(settings.adapter.organization_id)
+    if served == ():
+        return f"{_leaf(('adapter', 'organization_id')).who} must name an organization, several or *"
+    if served is None or len(served) > 1:
+        return _compose_many(settings, served)
     plugin = settings.adapter_factory
     factory = reference_adapter if plugin is None else load_factory(plugin)
     if isinstance(factory, str):
@@ -120,7 +132,52 @@ def compose(settings: ServerSettings) -> Composition | str:
         )
     clock = settings.clock()
     core = OsbpCore(adapter, state=state, clock=clock, approval_ttl=settings.approval_ttl())
-    return Composition(adapter=core, audit=audit, clock=clock)
+    if settings.transport == "stdio":
+        return Composition(adapter=core, audit=audit, clock=clock)
+    # Remote: the one organization behind the router, which refuses it to a token that may not act for it.
+    organization_id = adapter.organization_id
+    router = OrganizationRouter(
+        served=(organization_id,),
+        directory=SingleDirectory(organization_id),
+        core_for=lambda _: core,
+        platform=core.platform,
+    )
+    router.core(organization_id)
+    return Composition(adapter=router, audit=audit, clock=clock)
+
+
+def _compose_many(settings: ServerSettings, served: tuple[str, ...] | None) -> Composition | str:
+    """Several organizations (or every one) of the reference platform behind one router."""
+    if settings.adapter_factory is not None:
+        return (
+            "--adapter / OSBP_ADAPTER_FACTORY: a plug-in adapter serves one organization; set "
+            "--organization-id / OSBP_ORGANIZATION_ID to one id"
+        )
+    state_path = settings.adapter.state_path
+    try:
+        state = StateStore(state_path)
+    except (OSError, sqlite3.Error) as error:
+        return _cannot_create("the state file", state_path, error, _leaf(("adapter", "state_path")))
+    audit = AuditLog(settings.audit_log_path, key=settings.audit_key_bytes())
+    try:
+        audit.open()
+    except OSError as error:
+        return _cannot_create("the audit log", settings.audit_log_path, error, _leaf(("audit_log_path",)))
+    clock = settings.clock()
+    directory = BookwellDirectory(settings.adapter)
+
+    def core_for(organization_id: str) -> OsbpCore:
+        adapter = directory.adapter(organization_id)
+        return OsbpCore(adapter, state=state, clock=clock, approval_ttl=settings.approval_ttl())
+
+    router = OrganizationRouter(
+        served=served,
+        directory=directory,
+        core_for=core_for,
+        platform=PLATFORM,
+        default_service_id=settings.adapter.default_service_id,
+    )
+    return Composition(adapter=router, audit=audit, clock=clock)
 
 
 def _close_refused(adapter: object) -> None:
