@@ -234,8 +234,10 @@ def build_app(adapter: BookingAdapter, audit: AuditLog, settings: ServerSettings
             Middleware(AuthContextMiddleware),
         ]
         metadata = create_protected_resource_routes(
-            resource_url=AnyHttpUrl(resource),
-            authorization_servers=[AnyHttpUrl(auth.issuer)],
+            # Strings, validated by the metadata model, which keeps a path-less issuer without the "/"
+            # AnyHttpUrl would add (RFC 8414 compares issuers as exact strings).
+            resource_url=resource,  # type: ignore[arg-type]
+            authorization_servers=[auth.issuer],  # type: ignore[list-item]
             scopes_supported=[READ, VERIFY, BOOK],
             resource_name="OSBP (Open Service Booking Protocol)",
         )

@@ -61,14 +61,21 @@ class Issuer:
     ) -> str:
         """A signed token for ``audience``."""
         return self.dev.token(
-            subject=subject, audience=audience, scopes=scopes, organizations=organizations, ttl_s=ttl_s, now=now
+            subject=subject,
+            audience=audience,
+            scopes=scopes,
+            organizations=organizations,
+            ttl_s=ttl_s,
+            now=now,
         )
 
 
 class RemoteServer:
     """``with RemoteServer(env, tmp) as server: server.url`` — a real Streamable HTTP server process."""
 
-    def __init__(self, env: dict[str, str], workdir: Path, *, port: int | None = None, name: str = "server") -> None:
+    def __init__(
+        self, env: dict[str, str], workdir: Path, *, port: int | None = None, name: str = "server"
+    ) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         base = {key: os.environ[key] for key in ("PATH", "HOME", "LANG") if key in os.environ}
@@ -81,7 +88,16 @@ class RemoteServer:
         """Spawn the server and wait until its port accepts connections."""
         with self.stderr_path.open("wb") as errlog:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "osbp", "mcp", "--transport", "streamable-http", "--port", str(self.port)]
+                [
+                    sys.executable,
+                    "-m",
+                    "osbp",
+                    "mcp",
+                    "--transport",
+                    "streamable-http",
+                    "--port",
+                    str(self.port),
+                ]
                 + list(args),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
