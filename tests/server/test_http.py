@@ -270,7 +270,7 @@ async def test_another_organizations_ids_are_refused_as_if_they_did_not_exist(
 async def test_an_approval_challenged_to_one_subject_cannot_be_redeemed_by_another(
     server: RemoteServer, issuer: Issuer, testing: httpx2.Client
 ) -> None:
-    """OSBP spec, Final Confirmation (token bound to the approving user): another subject gets a new challenge."""
+    """OSBP spec, Final Confirmation (bound to the approving user): another subject is challenged anew."""
     arguments = create_args("idem-http-subjects")
     async with remote_client(server.url, issuer.token(server.url, subject="alice")) as alice:
         challenge = envelope(await alice.call_tool("osbp_booking_create", arguments))

@@ -97,8 +97,8 @@ class RemoteServer:
                     "streamable-http",
                     "--port",
                     str(self.port),
-                ]
-                + list(args),
+                    *args,
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=errlog,
@@ -147,9 +147,11 @@ async def remote_client(url: str, token: str | None = None, **headers: str) -> A
     """The SDK's client over Streamable HTTP to ``url``, with ``Authorization: Bearer token``."""
     sent = dict(headers) | ({"Authorization": f"Bearer {token}"} if token else {})
     timeout = httpx2.Timeout(30.0, read=60.0)
-    async with httpx2.AsyncClient(headers=sent, timeout=timeout, trust_env=False) as http:
-        async with Client(streamable_http_client(url, http_client=http)) as client:
-            yield client
+    async with (
+        httpx2.AsyncClient(headers=sent, timeout=timeout, trust_env=False) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
 
 
 def envelope(result: CallToolResult) -> dict[str, Any]:
