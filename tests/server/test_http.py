@@ -8,7 +8,10 @@ codes and headers the SDK client hides (401, 403, 413, 408, 421) are read with a
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +26,7 @@ from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.timeutil import format_instant
 from tests.support.mcp import read_events
+from tests.support.paths import REPO
 from tests.support.reference import CLEANING, DAY, MIDTOWN, NOW, ORG, create_input
 from tests.support.remote import ISSUER, Issuer, RemoteServer, envelope, remote_client
 
@@ -335,3 +339,34 @@ def test_a_client_that_sends_its_body_too_slowly_is_cut_off(platform: PlatformSe
             assert time.monotonic() - started < 5
         # The server is still serving others.
         assert post(slow.url, INITIALIZE).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [((), "--allow-remote"), (("--allow-remote",), "--auth-issuer")],
+    ids=["plain", "no_auth"],
+)
+def test_a_non_loopback_address_needs_allow_remote_and_authorization(
+    tmp_path: Path, extra: tuple[str, ...], named: str
+) -> None:
+    """MCP security best practices: never an unauthenticated server beyond loopback; one line, status 2."""
+    env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG") if key in os.environ}
+    env |= {
+        "PYTHONPATH": str(REPO),
+        "OSBP_PLATFORM_BASE_URL": "http://127.0.0.1:9",
+        "OSBP_ORGANIZATION_ID": ORG,
+    }
+    args = ["--transport", "streamable-http", "--host", "0.0.0.0", "--port", "0", *extra]  # noqa: S104
+    done = subprocess.run(
+        [sys.executable, "-m", "osbp", "mcp", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("osbp mcp: --host 0.0.0.0")
+    assert named in done.stderr
+    assert not (tmp_path / ".osbp").exists()  # refused before any file was created
