@@ -141,6 +141,7 @@ def compose(settings: ServerSettings) -> Composition | str:
         directory=SingleDirectory(organization_id),
         core_for=lambda _: core,
         platform=core.platform,
+        clock=clock,
     )
     router.core(organization_id)
     return Composition(adapter=router, audit=audit, clock=clock)
@@ -175,6 +176,7 @@ def _compose_many(settings: ServerSettings, served: tuple[str, ...] | None) -> C
         directory=directory,
         core_for=core_for,
         platform=PLATFORM,
+        clock=clock,
         default_service_id=settings.adapter.default_service_id,
     )
     return Composition(adapter=router, audit=audit, clock=clock)

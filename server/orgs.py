@@ -25,8 +25,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
+from osbp.protocol.clock import Clock
 from osbp.protocol.contract import AdapterResult, Failure, Success
 from osbp.protocol.core import SNAPSHOT_FALLBACK, OsbpCore
+from osbp.protocol.mandate import precheck_mandate
 from osbp.protocol.models import (
     AvailabilityFindInput,
     Booking,
@@ -107,8 +109,10 @@ class OrganizationRouter:
         directory: Directory,
         core_for: Callable[[str], OsbpCore],
         platform: PlatformIdentity,
+        clock: Clock,
         default_service_id: str | None = None,
     ) -> None:
+        self._clock = clock
         self._served = served
         self._directory = directory
         self._core_for = core_for
@@ -220,8 +224,10 @@ class OrganizationRouter:
             return organization_id if organization_id in among else None
 
         # Refused before any core: the shared idempotency store would otherwise replay a receipt of an
-        # organization this caller may not act for.
-        refused = problem(ProblemCode.ORGANIZATION_NOT_ALLOWED)
+        # organization this caller may not act for. The mandate's earlier rules still answer first, in
+        # the spec's order: the scope check against no organization at all is exactly the refusal.
+        checked = precheck_mandate(inp, organization_id="", now=self._clock.now())
+        refused = checked if isinstance(checked, Problem) else problem(ProblemCode.ORGANIZATION_NOT_ALLOWED)
         return await self._route(owner, refused, lambda core: core.create_booking(inp))
 
     async def get_booking(self, inp: BookingStatusInput) -> AdapterResult[Booking]:
