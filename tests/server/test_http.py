@@ -256,16 +256,13 @@ async def test_another_organizations_ids_are_refused_as_if_they_did_not_exist(
         # Even the exact approved retry: refused before the shared idempotency record could replay it.
         replayed = await problem("osbp_booking_create", approved(arguments, challenge))
         assert replayed["code"] == "organization_not_allowed"
-        invented = await problem(
-            "osbp_booking_create",
-            create_args(
-                "idem-x",
-                mandate=create_input()
-                .mandate.model_copy(update={"organization_id": "no_such_org"})
-                .to_wire(),
-            ),
-        )
+        foreign_mandate = create_input().mandate.model_copy(update={"organization_id": "no_such_org"})
+        invented = await problem("osbp_booking_create", create_args("idem-x", mandate=foreign_mandate))
         assert invented["code"] == "organization_not_allowed"
+        # The mandate's earlier rules still come first, in the spec's order (an expired mandate).
+        stale = foreign_mandate.model_copy(update={"expires_at": "2026-05-01T00:00:00Z"})
+        expired = await problem("osbp_booking_create", create_args("idem-y", mandate=stale))
+        assert expired["code"] == "mandate_expired"
         own = envelope(await client.call_tool("osbp_service_describe", {"service_id": NOTARIZATION}))
         assert own["ok"] is True
     assert stats(testing)["active_appointments"] == 1
