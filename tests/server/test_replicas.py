@@ -1,8 +1,8 @@
 """Two `osbp mcp --transport streamable-http` replicas on one shared state store behave as one server.
 
-Each replica is a real subprocess with its own port; they share the state store (the ``shared_state``
-fixture: a SQLite file here, whose claims serialise with ``BEGIN IMMEDIATE``; other stores join as
-parameters of that fixture) and the audit log. Clients are the SDK's Streamable HTTP client, except where
+Each replica is a real subprocess with its own port and audit log; they share the state store (the
+``shared_state`` fixture: a SQLite file here, whose claims serialise with ``BEGIN IMMEDIATE``; other
+stores join as parameters of that fixture). Clients are the SDK's Streamable HTTP client, except where
 a replica is killed mid-call and a plain HTTP client observes the broken connection.
 """
 
@@ -62,11 +62,10 @@ def issuer(tmp_path: Path) -> Issuer:
 def replica_env(
     base_url: str, tmp_path: Path, issuer: Issuer, shared_state: dict[str, str]
 ) -> dict[str, str]:
-    """One replica's configuration: the shared state and audit log, the same issuer."""
+    """The replicas' configuration: the shared state, the same issuer (audit logs: :func:`own_audit`)."""
     return {
         "OSBP_PLATFORM_BASE_URL": base_url,
         "OSBP_ORGANIZATION_ID": ORG,
-        "OSBP_AUDIT_LOG_PATH": str(tmp_path / "audit" / "events.jsonl"),
         "OSBP_NOW": format_instant(NOW),
         "OSBP_AUTH_ISSUER": ISSUER,
         "OSBP_AUTH_JWKS": str(issuer.jwks_path),
@@ -82,8 +81,16 @@ def replicas(
 ) -> Iterator[tuple[RemoteServer, RemoteServer]]:
     """Replicas A and B."""
     env = replica_env(platform.base_url, tmp_path, issuer, shared_state)
-    with RemoteServer(env, tmp_path, name="a") as a, RemoteServer(env, tmp_path, name="b") as b:
+    with (
+        RemoteServer(own_audit(env, tmp_path, "a"), tmp_path, name="a") as a,
+        RemoteServer(own_audit(env, tmp_path, "b"), tmp_path, name="b") as b,
+    ):
         yield a, b
+
+
+def own_audit(env: dict[str, str], tmp_path: Path, name: str) -> dict[str, str]:
+    """A replica's configuration with its own audit log (each replica keeps its own chain)."""
+    return env | {"OSBP_AUDIT_LOG_PATH": str(tmp_path / "audit" / f"{name}.jsonl")}
 
 
 def approved(arguments: dict[str, Any], challenge: dict[str, Any]) -> dict[str, Any]:
@@ -175,8 +182,9 @@ async def test_a_replica_killed_mid_create_leaves_nothing_the_other_cannot_finis
     moment: str,
 ) -> None:
     """OSBP spec, booking.create idempotency: a retry on another replica settles the one appointment."""
-    env = replica_env(platform.base_url, tmp_path, issuer, shared_state)
-    doomed_env = env | {"OSBP_ADAPTER_FACTORY": "tests.support.crash_adapter:build", CRASH_AT: moment}
+    env = own_audit(replica_env(platform.base_url, tmp_path, issuer, shared_state), tmp_path, "b")
+    crashing = {"OSBP_ADAPTER_FACTORY": "tests.support.crash_adapter:build", CRASH_AT: moment}
+    doomed_env = own_audit(env, tmp_path, "doomed") | crashing
     token = issuer.token("http://127.0.0.1:8500/mcp")
     arguments = create_input(idempotency_key=f"idem-replica-kill-{moment}").to_wire()
     with (
