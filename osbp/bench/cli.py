@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, NoReturn
 
-from osbp.bench import adapter, backend, demo, loop, mcp
+from osbp.bench import adapter, backend, demo, loop, mcp, remote
 from osbp.bench.options import Benchmark
 
 __all__ = ["BENCHES", "Plan", "build_parser", "main", "plan"]
@@ -27,6 +27,7 @@ BENCHES: dict[str, Benchmark] = {
     "adapter": adapter,
     "mcp": mcp,
     "loop": loop,
+    "remote": remote,
     "demo": demo,
 }
 #: Benchmark name -> the flags it added to the parser.
