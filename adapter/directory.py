@@ -11,9 +11,9 @@ A server that serves several organizations routes each call by the ids it carrie
   organization is asked for it in turn until one knows it (``404`` is "not mine").
 
 Owners are kept once known (an id never changes organization on Bookwell); an unknown service or
-schedule id reads the catalogs again at most once a second, so unknown ids cannot multiply platform
-traffic. A lookup answers ``None`` for an id none of the candidates owns: the caller cannot tell an id of
-an organization it may not act for from one that does not exist.
+schedule id reads each candidate's catalog again at most once a second, so unknown ids cannot multiply
+platform traffic. A lookup answers ``None`` for an id none of the candidates owns: the caller cannot
+tell an id of an organization it may not act for from one that does not exist.
 
 :meth:`BookwellDirectory.adapter` builds each organization's :class:`~osbp.adapter.reference.ReferenceAdapter`
 on the shared connection and the organization's shared :class:`~osbp.adapter.bookwell.BookwellApi`.
@@ -70,7 +70,7 @@ class BookwellDirectory:
         )
         self._apis: dict[str, BookwellApi] = {}
         self._owners: dict[tuple[str, str], str] = {}
-        self._listed_at: dict[str, float] = {}
+        self._listed_at: dict[tuple[str, str], float] = {}
 
     def _api(self, organization_id: str) -> BookwellApi:
         api = self._apis.get(organization_id)
@@ -101,10 +101,11 @@ class BookwellDirectory:
         if known is not None or not is_platform_id(value):
             return known if known in among else None
         now = time.monotonic()
-        if now - self._listed_at.get(kind, -_RELIST_EVERY_S) < _RELIST_EVERY_S:
-            return None
-        self._listed_at[kind] = now
         for organization_id in among:
+            # Each organization's catalog is read again at most once a second, whatever the candidates.
+            if now - self._listed_at.get((kind, organization_id), -_RELIST_EVERY_S) < _RELIST_EVERY_S:
+                continue
+            self._listed_at[(kind, organization_id)] = now
             ids = await self._catalog_ids(kind, organization_id)
             if isinstance(ids, Problem):
                 return ids
