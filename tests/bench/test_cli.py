@@ -83,7 +83,10 @@ def test_help_after_a_name_lists_that_benchmarks_flags_only():
             "osbp bench: --iterations is an option of the adapter benchmark, which this run leaves out: "
             "add `adapter` to the names, or drop --iterations",
         ),
-        (["bookit"], "osbp bench: unknown benchmark 'bookit': choose from backend, adapter, mcp, loop, remote, demo"),
+        (
+            ["bookit"],
+            "osbp bench: unknown benchmark 'bookit': choose from backend, adapter, mcp, loop, remote, demo",
+        ),
         (
             ["--iterations", "0"],
             "osbp bench: argument --iterations: expected a whole number ≥ 1, got '0' "
