@@ -156,25 +156,16 @@ def main(argv: Sequence[str]) -> int:
                 status_url=own.status_url,
                 catalog_url=own.catalog_url,
             )
-    elif args.url:
-        if not args.fixtures:
-            parser.error("--url needs --fixtures")
-        outcome = _grade(
-            ServerTarget(command=(), url=args.url, token=args.token),
-            args.fixtures,
-            args,
-            scenario_url=args.scenario_url,
-            stats_url=args.stats_url,
-            status_url=args.status_url,
-            catalog_url=args.catalog_url,
-        )
     else:
         if not args.fixtures:
-            parser.error("--server needs --fixtures")
-        command = shlex.split(args.server)
-        if not command:
-            parser.error("--server is empty")
-        target = ServerTarget(command=command, env=server_env(_env_pairs(parser, args.env)), cwd=args.cwd)
+            parser.error(f"{'--url' if args.url else '--server'} needs --fixtures")
+        if args.url:
+            target = ServerTarget(command=(), url=args.url, token=args.token)
+        else:
+            command = shlex.split(args.server)
+            if not command:
+                parser.error("--server is empty")
+            target = ServerTarget(command=command, env=server_env(_env_pairs(parser, args.env)), cwd=args.cwd)
         outcome = _grade(
             target,
             args.fixtures,

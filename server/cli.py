@@ -34,7 +34,7 @@ from osbp.protocol.timeutil import format_instant
 from osbp.server._sdk import stdio_server
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
-from osbp.server.compose import compose
+from osbp.server.compose import close_parts, compose
 from osbp.server.logs import configure_logging
 from osbp.server.settings import ServerSettings, describe, nest, settings_of
 from osbp.server.stdin import StdinLines
@@ -170,11 +170,6 @@ async def serve(adapter: BookingAdapter, audit: AuditLog, clock: Clock | None = 
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             group.cancel_scope.cancel()
     finally:
-        with anyio.CancelScope(shield=True):
-            try:
-                await adapter.aclose()
-            except Exception:
-                logger.exception("adapter_close_failed")
-            audit.close()
+        await close_parts(adapter, audit)
     logger.info("stopped")
     return 0

@@ -45,6 +45,7 @@ __all__ = [
     "AdapterFactory",
     "AdapterFactoryError",
     "Composition",
+    "close_parts",
     "compose",
     "load_factory",
     "reference_adapter",
@@ -97,20 +98,10 @@ def compose(settings: ServerSettings) -> Composition | str:
     factory = reference_adapter if plugin is None else load_factory(plugin)
     if isinstance(factory, str):
         return factory
-    state_path = settings.adapter.state_path
-    try:
-        # The state file the adapter will open, opened here first so a bad path fails before serving.
-        # The store creates it by hand, private (0600 in a 0700 directory, like the audit log), so a
-        # failure carries the operating system's reason rather than SQLite's "unable to open database".
-        # The same store then serves the core: the file is opened (schema, migrations) once per start.
-        state = StateStore(state_path)
-    except (OSError, sqlite3.Error) as error:
-        return _cannot_create("the state file", state_path, error, _leaf(("adapter", "state_path")))
-    audit = AuditLog(settings.audit_log_path, key=settings.audit_key_bytes())
-    try:
-        audit.open()
-    except OSError as error:
-        return _cannot_create("the audit log", settings.audit_log_path, error, _leaf(("audit_log_path",)))
+    files = _open_files(settings)
+    if isinstance(files, str):
+        return files
+    state, audit = files
     try:
         # Typed as object: a plug-in is foreign code, so what it returns is checked, not trusted.
         adapter: object = factory(settings)
@@ -154,16 +145,10 @@ def _compose_many(settings: ServerSettings, served: tuple[str, ...] | None) -> C
             "--adapter / OSBP_ADAPTER_FACTORY: a plug-in adapter serves one organization; set "
             "--organization-id / OSBP_ORGANIZATION_ID to one id"
         )
-    state_path = settings.adapter.state_path
-    try:
-        state = StateStore(state_path)
-    except (OSError, sqlite3.Error) as error:
-        return _cannot_create("the state file", state_path, error, _leaf(("adapter", "state_path")))
-    audit = AuditLog(settings.audit_log_path, key=settings.audit_key_bytes())
-    try:
-        audit.open()
-    except OSError as error:
-        return _cannot_create("the audit log", settings.audit_log_path, error, _leaf(("audit_log_path",)))
+    files = _open_files(settings)
+    if isinstance(files, str):
+        return files
+    state, audit = files
     clock = settings.clock()
     directory = BookwellDirectory(settings.adapter)
 
@@ -180,6 +165,35 @@ def _compose_many(settings: ServerSettings, served: tuple[str, ...] | None) -> C
         default_service_id=settings.adapter.default_service_id,
     )
     return Composition(adapter=router, audit=audit, clock=clock)
+
+
+def _open_files(settings: ServerSettings) -> tuple[StateStore, AuditLog] | str:
+    """The state store and the opened audit log, or the one line saying which cannot be created."""
+    state_path = settings.adapter.state_path
+    try:
+        # The state file the adapter will open, opened here first so a bad path fails before serving.
+        # The store creates it by hand, private (0600 in a 0700 directory, like the audit log), so a
+        # failure carries the operating system's reason rather than SQLite's "unable to open database".
+        # The same store then serves the core: the file is opened (schema, migrations) once per start.
+        state = StateStore(state_path)
+    except (OSError, sqlite3.Error) as error:
+        return _cannot_create("the state file", state_path, error, _leaf(("adapter", "state_path")))
+    audit = AuditLog(settings.audit_log_path, key=settings.audit_key_bytes())
+    try:
+        audit.open()
+    except OSError as error:
+        return _cannot_create("the audit log", settings.audit_log_path, error, _leaf(("audit_log_path",)))
+    return state, audit
+
+
+async def close_parts(adapter: BookingAdapter, audit: AuditLog) -> None:
+    """Close the adapter (a failure is logged, never raised) and then the audit log, shielded."""
+    with anyio.CancelScope(shield=True):
+        try:
+            await adapter.aclose()
+        except Exception:
+            logger.exception("adapter_close_failed")
+        audit.close()
 
 
 def _close_refused(adapter: object) -> None:

@@ -47,6 +47,7 @@ from osbp.protocol.contract import BookingAdapter
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
 from osbp.server.auth import BOOK, READ, TOOL_SCOPES, VERIFY, JwtVerifier, KeySet, principal_of
+from osbp.server.compose import close_parts
 from osbp.server.remote_settings import is_loopback
 from osbp.server.settings import ServerSettings
 from osbp.server.tools import dotted_name
@@ -270,11 +271,6 @@ async def serve_http(adapter: BookingAdapter, audit: AuditLog, settings: ServerS
         logger.info("serving_http", extra=where)
         await uvicorn.Server(config).serve()
     finally:
-        with anyio.CancelScope(shield=True):
-            try:
-                await adapter.aclose()
-            except Exception:
-                logger.exception("adapter_close_failed")
-            audit.close()
+        await close_parts(adapter, audit)
     logger.info("stopped")
     return 0

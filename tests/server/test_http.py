@@ -21,14 +21,12 @@ import httpx2
 import pytest
 
 from osbp.backend.serving import PlatformServer
-from osbp.backend.settings import BackendSettings
-from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.timeutil import format_instant
 from tests.support.mcp import read_events
 from tests.support.paths import REPO
 from tests.support.reference import CLEANING, DAY, MIDTOWN, NOW, ORG, create_input
-from tests.support.remote import ISSUER, Issuer, RemoteServer, envelope, remote_client
+from tests.support.remote import ISSUER, Issuer, RemoteServer, approved, envelope, remote_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -45,21 +43,6 @@ INITIALIZE = {
     },
 }
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-@pytest.fixture(scope="module")
-def platform() -> Iterator[PlatformServer]:
-    """The real platform on loopback, frozen at the reference instant, with its test surface."""
-    with PlatformServer(BackendSettings(db=":memory:", port=0, now=NOW, enable_testing=True)) as server:
-        yield server
-
-
-@pytest.fixture
-def testing(platform: PlatformServer) -> Iterator[httpx2.Client]:
-    """The platform's test-only control surface, reset to the seeds."""
-    with httpx2.Client(base_url=platform.base_url, trust_env=False) as client:
-        assert client.post("/_testing/reset").status_code == 200
-        yield client
 
 
 @pytest.fixture(scope="module")
@@ -110,14 +93,6 @@ def tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         "method": "tools/call",
         "params": {"name": name, "arguments": arguments},
     }
-
-
-def approved(arguments: dict[str, Any], challenge: dict[str, Any]) -> dict[str, Any]:
-    """The approved retry of a final-confirmation challenge."""
-    assert challenge["problem"]["code"] == "requires_user_confirmation", challenge
-    match = APPROVAL_TOKEN_PATTERN.search(challenge["problem"]["message"])
-    assert match is not None
-    return arguments | {"approval": {"confirmed": True, "token": match.group(1)}}
 
 
 def create_args(key: str, **overrides: Any) -> dict[str, Any]:

@@ -6,14 +6,13 @@ principal set as the HTTP transport sets it (:func:`osbp.protocol.principal.acti
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from osbp.backend.serving import PlatformServer
-from osbp.backend.settings import BackendSettings
 from osbp.protocol.contract import BookingAdapter, Failure, Success
 from osbp.protocol.models import (
     PolicyExplainInput,
@@ -31,13 +30,6 @@ pytestmark = pytest.mark.anyio
 
 NOTARY = "gus_notary"
 NOTARIZATION = "gus_notary_notarization"
-
-
-@pytest.fixture(scope="module")
-def platform() -> Iterator[PlatformServer]:
-    """The real platform on loopback, frozen at the reference instant."""
-    with PlatformServer(BackendSettings(db=":memory:", port=0, now=NOW, enable_testing=True)) as server:
-        yield server
 
 
 def settings(platform: PlatformServer, tmp_path: Path, organizations: str, **extra: Any) -> ServerSettings:

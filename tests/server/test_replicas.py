@@ -18,32 +18,15 @@ import httpx2
 import pytest
 
 from osbp.backend.serving import PlatformServer
-from osbp.backend.settings import BackendSettings
-from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.timeutil import format_instant
 from tests.support.crash_adapter import CRASH_AT
 from tests.support.reference import NOW, ORG, create_input
-from tests.support.remote import ISSUER, Issuer, RemoteServer, envelope, remote_client
+from tests.support.remote import ISSUER, Issuer, RemoteServer, approved, envelope, remote_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 CREATE = "osbp_booking_create"
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-
-@pytest.fixture(scope="module")
-def platform() -> Iterator[PlatformServer]:
-    """The real platform on loopback, frozen at the reference instant."""
-    with PlatformServer(BackendSettings(db=":memory:", port=0, now=NOW, enable_testing=True)) as server:
-        yield server
-
-
-@pytest.fixture
-def testing(platform: PlatformServer) -> Iterator[httpx2.Client]:
-    """The platform's test-only control surface, reset to the seeds."""
-    with httpx2.Client(base_url=platform.base_url, trust_env=False) as client:
-        assert client.post("/_testing/reset").status_code == 200
-        yield client
 
 
 @pytest.fixture(params=["sqlite"])
@@ -91,14 +74,6 @@ def replicas(
 def own_audit(env: dict[str, str], tmp_path: Path, name: str) -> dict[str, str]:
     """A replica's configuration with its own audit log (each replica keeps its own chain)."""
     return env | {"OSBP_AUDIT_LOG_PATH": str(tmp_path / "audit" / f"{name}.jsonl")}
-
-
-def approved(arguments: dict[str, Any], challenge: dict[str, Any]) -> dict[str, Any]:
-    """The approved retry of a final-confirmation challenge."""
-    assert challenge["problem"]["code"] == "requires_user_confirmation", challenge
-    match = APPROVAL_TOKEN_PATTERN.search(challenge["problem"]["message"])
-    assert match is not None
-    return arguments | {"approval": {"confirmed": True, "token": match.group(1)}}
 
 
 def stats(testing: httpx2.Client) -> dict[str, Any]:

@@ -24,10 +24,11 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
+from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.server.issuer import DevIssuer
 from tests.support.paths import REPO
 
-__all__ = ["ISSUER", "Issuer", "RemoteServer", "envelope", "free_port", "remote_client"]
+__all__ = ["ISSUER", "Issuer", "RemoteServer", "approved", "envelope", "free_port", "remote_client"]
 
 ISSUER = "http://127.0.0.1:8600"
 ALL_SCOPES = ("osbp:read", "osbp:verify", "osbp:book")
@@ -161,3 +162,11 @@ def envelope(result: CallToolResult) -> dict[str, Any]:
     assert isinstance(structured, dict)
     assert json.loads(content.text) == structured  # type: ignore[union-attr]
     return structured
+
+
+def approved(arguments: dict[str, Any], challenge: dict[str, Any]) -> dict[str, Any]:
+    """The approved retry of a final-confirmation challenge."""
+    assert challenge["problem"]["code"] == "requires_user_confirmation", challenge
+    match = APPROVAL_TOKEN_PATTERN.search(challenge["problem"]["message"])
+    assert match is not None
+    return arguments | {"approval": {"confirmed": True, "token": match.group(1)}}
