@@ -48,8 +48,9 @@ bench: install ## Run the benchmarks against real servers on loopback (tables + 
 traces: install ## Regenerate the trace gallery in traces/ from real runs
 	$(BIN)/osbp traces record
 
-conformance: install ## Grade this project's own MCP server with the conformance battery
+conformance: install ## Grade this project's own MCP server with the battery, over stdio and Streamable HTTP
 	$(BIN)/osbp conformance --self
+	$(BIN)/osbp conformance --self --transport streamable-http
 
 backend: install ## Run the synthetic platform on 127.0.0.1:8400 (Ctrl-C to stop)
 	$(BIN)/osbp backend

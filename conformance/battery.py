@@ -99,7 +99,7 @@ class Report(BaseModel):
         """Assemble a report from the graded results."""
         counts = {verdict: sum(r.verdict is verdict for r in results) for verdict in Verdict}
         return cls(
-            server=list(target.command),
+            server=target.shown,
             fixtures_organization_id=fixtures.organization_id,
             scenario_url=scenario_url,
             stats_url=stats_url,

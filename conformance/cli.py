@@ -1,10 +1,11 @@
-"""`osbp conformance`: grade an OSBP stdio MCP server over the wire.
+"""`osbp conformance`: grade an OSBP MCP server over the wire (stdio, or Streamable HTTP with --url).
 
     osbp conformance --server "<command line>" --fixtures <file.json> [--scenario-url <url>]
                      [--stats-url <url>] [--status-url <url>] [--catalog-url <url>]
                      [--env KEY=VALUE ...] [--cwd DIR]
                      [--timeout S] [--server-log FILE] [--json]
-    osbp conformance --self [--json] [--timeout S]
+    osbp conformance --url <http://host:port/mcp> [--token TOKEN] --fixtures <file.json> [hooks as above]
+    osbp conformance --self [--transport stdio|streamable-http] [--json] [--timeout S]
     osbp conformance --list-checks [--markdown]
 
 Exit status: 0 when no check failed (skips allowed), 1 when any check failed, 2 for a usage error or an
@@ -36,12 +37,13 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="osbp conformance",
-        description="Grade an OSBP v0.1.0 stdio MCP server black-box, over the MCP wire.",
+        description="Grade an OSBP v0.1.0 MCP server black-box over the MCP wire (stdio or Streamable HTTP).",
     )
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument(
         "--server", metavar="COMMAND", help="the command line that starts the server (shell-quoted)"
     )
+    target.add_argument("--url", metavar="URL", help="a running Streamable HTTP server's MCP endpoint")
     target.add_argument("--self", dest="self_", action="store_true", help="grade this project's own server")
     target.add_argument("--list-checks", action="store_true", help="list the checks and exit")
     parser.add_argument(
@@ -65,6 +67,13 @@ def _parser() -> argparse.ArgumentParser:
         help="a variable for the server (repeatable)",
     )
     parser.add_argument("--cwd", metavar="DIR", help="the server's working directory")
+    parser.add_argument("--token", metavar="TOKEN", help="with --url: the bearer token to send")
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "streamable-http"),
+        default="stdio",
+        help="with --self: how this project's server is reached (default stdio)",
+    )
     parser.add_argument(
         "--timeout", metavar="S", type=float, default=10.0, help="seconds per call (default 10)"
     )
@@ -137,7 +146,7 @@ def main(argv: Sequence[str]) -> int:
     if args.timeout <= 0:
         parser.error("--timeout must be positive")
     if args.self_:
-        with self_target() as own:
+        with self_target(transport=args.transport) as own:
             outcome = _grade(
                 own.target,
                 str(own.fixtures_path),
@@ -149,11 +158,14 @@ def main(argv: Sequence[str]) -> int:
             )
     else:
         if not args.fixtures:
-            parser.error("--server needs --fixtures")
-        command = shlex.split(args.server)
-        if not command:
-            parser.error("--server is empty")
-        target = ServerTarget(command=command, env=server_env(_env_pairs(parser, args.env)), cwd=args.cwd)
+            parser.error(f"{'--url' if args.url else '--server'} needs --fixtures")
+        if args.url:
+            target = ServerTarget(command=(), url=args.url, token=args.token)
+        else:
+            command = shlex.split(args.server)
+            if not command:
+                parser.error("--server is empty")
+            target = ServerTarget(command=command, env=server_env(_env_pairs(parser, args.env)), cwd=args.cwd)
         outcome = _grade(
             target,
             args.fixtures,

@@ -1,8 +1,9 @@
-"""The battery's only connection to the graded server: the MCP SDK's stdio client, observed.
+"""The battery's only connection to the graded server: the MCP SDK's stdio (or Streamable HTTP) client.
 
-`open_wire` spawns the server command with `mcp.client.stdio.stdio_client`, drives one `ClientSession`,
-and records every tool call as an `Exchange` (arguments, raw result, parsed envelope) so that the
-envelope-wide checks can grade all of them at the end.
+`open_wire` spawns the server command with `mcp.client.stdio.stdio_client` (or, for a target with a URL,
+connects with `mcp.client.streamable_http.streamable_http_client` and its bearer token), drives one
+`ClientSession`, and records every tool call as an `Exchange` (arguments, raw result, parsed envelope)
+so that the envelope-wide checks can grade all of them at the end.
 
 Non-protocol stdout is caught where the SDK surfaces it: the stdio transport turns every stdout line that
 is not a JSON-RPC message into an `Exception` item that `ClientSession` hands to its `message_handler`.
@@ -23,8 +24,10 @@ from dataclasses import dataclass, field
 from typing import IO, Any, TextIO, cast
 
 import anyio
+import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, PaginatedRequestParams, TextContent, Tool
 
 __all__ = [
@@ -59,11 +62,20 @@ def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class ServerTarget:
-    """How to start the graded server."""
+    """How to reach the graded server: the command that starts it (stdio), or its Streamable HTTP URL."""
 
     command: Sequence[str]
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
+    #: A running server's Streamable HTTP endpoint; when set, ``command`` is not started.
+    url: str | None = None
+    #: The bearer token sent to ``url`` (``Authorization: Bearer ...``), if the server wants one.
+    token: str | None = field(default=None, repr=False)
+
+    @property
+    def shown(self) -> list[str]:
+        """How the report names the server: its command line, or its URL."""
+        return [self.url] if self.url is not None else list(self.command)
 
 
 @dataclass(slots=True)
@@ -261,8 +273,27 @@ def _stray_line(exc: Exception) -> str:
 
 
 @asynccontextmanager
+async def _open_http_wire(target: ServerTarget, url: str, *, call_timeout: float) -> AsyncIterator[Wire]:
+    """Connect to a running server over Streamable HTTP (with its bearer token), handshake, yield the wire."""
+    headers = {"Authorization": f"Bearer {target.token}"} if target.token else {}
+    timeout = httpx2.Timeout(call_timeout, read=call_timeout * 2)
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout, trust_env=False) as http,
+        streamable_http_client(url, http_client=http) as (read_stream, write_stream),
+        ClientSession(read_stream, write_stream, read_timeout_seconds=call_timeout) as session,
+    ):
+        with anyio.fail_after(call_timeout):
+            await session.initialize()
+        yield Wire(session, call_timeout)
+
+
+@asynccontextmanager
 async def open_wire(target: ServerTarget, *, call_timeout: float, errlog: IO[str]) -> AsyncIterator[Wire]:
-    """Start the server, complete the MCP handshake, and yield the recording `Wire`."""
+    """Start the server (or reach it at its URL), complete the MCP handshake, yield the recording `Wire`."""
+    if target.url is not None:
+        async with _open_http_wire(target, target.url, call_timeout=call_timeout) as wire:
+            yield wire
+        return
     if not target.command:
         raise ValueError("the server command is empty")
     params = StdioServerParameters(

@@ -19,7 +19,8 @@ __all__ = ["SUBCOMMANDS", "main"]
 #: name -> (module, one-line help). The module's `main(argv)` receives the remaining arguments.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "backend": ("osbp.backend.cli", "run the synthetic booking platform (FastAPI on loopback)"),
-    "mcp": ("osbp.server.cli", "run the OSBP MCP server over stdio"),
+    "mcp": ("osbp.server.cli", "run the OSBP MCP server over stdio or Streamable HTTP"),
+    "auth": ("osbp.server.issuer", "development token issuer for a remote server (`osbp auth token`)"),
     "audit": ("osbp.server.audit_cli", "inspect the audit log (`osbp audit verify`)"),
     "demo": ("osbp.demo.cli", "book synthetic appointments end to end through the real stack"),
     "traces": ("osbp.demo.traces_cli", "record or replay the trace gallery"),

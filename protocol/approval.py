@@ -19,7 +19,10 @@ Token rules:
   same facts, and an agent that retried a preflight whose answer it lost, or raced two, holds either);
   when the summary changes (price, policy text, names) the gate re-challenges with the fresh summary and
   a fresh token, and the tokens issued for another summary of that payload stop working;
-* never authorizes another payload or idempotency key (that payload gets its own challenge);
+* never authorizes another payload or idempotency key (that payload gets its own challenge), nor another
+  subject: on a remote call the principal's subject is bound with the payload
+  (:func:`~osbp.protocol.principal.subject_binding`), so a token challenged to one subject is "not valid
+  for this booking" when another redeems it; without a principal (stdio) the binding is the payload hash;
 * spent by :meth:`ApprovalGate.mark_spent` once the booking is created, with every other token of that
   payload (replays are the idempotency store's job). A spent, expired or foreign token gets a fresh
   challenge, never an approval.
@@ -44,6 +47,7 @@ from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.idempotency import booking_payload_hash
 from osbp.protocol.models import BookingCreateInput, Customer, Money, Policy, Problem, Service, Slot
 from osbp.protocol.money import fixed_amount, format_display
+from osbp.protocol.principal import subject_binding
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.state import StateBackend
 from osbp.protocol.store import approval_token_hash, duration_micros, to_micros
@@ -271,7 +275,7 @@ class ApprovalGate:
         ``offer`` (the resolved offer's JSON, when it carries a validator) is kept with a new challenge's
         token for :meth:`approved_offer`.
         """
-        payload_hash = booking_payload_hash(inp)
+        payload_hash = subject_binding(booking_payload_hash(inp))
         summary_hash = sha256_hex(summary)
         now = to_micros(self._clock.now())
         reason: str | None = None
@@ -329,7 +333,7 @@ class ApprovalGate:
                 "SELECT payload_hash, expires_at, spent_at, offer_json FROM approvals WHERE token_hash = ?",
                 (approval_token_hash(inp.approval.token),),
             ).fetchone()
-        if row is None or row[0] != booking_payload_hash(inp) or row[2] is not None:
+        if row is None or row[0] != subject_binding(booking_payload_hash(inp)) or row[2] is not None:
             return None
         if row[1] <= to_micros(self._clock.now()):
             return None

@@ -13,20 +13,24 @@ clients one after another.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
 
 from osbp import __version__
 from osbp.protocol.clock import Clock
 from osbp.protocol.contract import BookingAdapter
+from osbp.protocol.principal import Principal, acting_for
 from osbp.protocol.schemas import tool_input_schema
 from osbp.server._sdk import Server, ServerRequestContext
 from osbp.server.audit import AuditLog
 from osbp.server.dispatch import ToolDispatcher, new_audit_id
 from osbp.server.tools import TOOL_DEFINITIONS, mcp_tools
 
-__all__ = ["INSTRUCTIONS", "SERVER_NAME", "create_server"]
+__all__ = ["INSTRUCTIONS", "SERVER_NAME", "PrincipalOf", "create_server"]
+
+#: How a transport names the principal of a request (the HTTP request's authenticated user); stdio has none.
+PrincipalOf: TypeAlias = Callable[[Any], Principal | None]
 
 SERVER_NAME = "osbp"
 
@@ -51,8 +55,12 @@ def create_server(
     *,
     clock: Clock | None = None,
     new_event_id: Callable[[], str] = new_audit_id,
+    principal_of: PrincipalOf | None = None,
 ) -> Server[Any]:
-    """The MCP server exposing OSBP's eight tools over ``adapter``, auditing into ``audit``."""
+    """The MCP server exposing OSBP's eight tools over ``adapter``, auditing into ``audit``.
+
+    With ``principal_of`` (remote serving) every call runs for the principal it names for the request.
+    """
     dispatcher = ToolDispatcher(adapter, audit, clock=clock, new_event_id=new_event_id)
     tools = mcp_tools()
 
@@ -62,7 +70,10 @@ def create_server(
         return ListToolsResult(tools=tools)
 
     async def call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
-        return await dispatcher.call(params.name, params.arguments)
+        if principal_of is None:
+            return await dispatcher.call(params.name, params.arguments)
+        with acting_for(principal_of(ctx.request)):
+            return await dispatcher.call(params.name, params.arguments)
 
     def input_schema(name: str) -> dict[str, Any] | None:
         definition = TOOL_DEFINITIONS.get(name)

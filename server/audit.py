@@ -3,8 +3,9 @@
 Each line is an :class:`AuditRecord`: the spec's audit event (``id``, ``mandate_id``, ``tool_name``,
 ``created_at``, ``source``, ``platform``, ``upstream``, redacted ``input`` and ``result`` with their
 SHA-256 ``input_hash``/``result_hash``), plus what explains the decision afterwards (``mandate``: the
-mandate's scope, window, caps and expiry; ``decision``: ok, or the Problem code) and the chain:
-``prev_hash`` (the previous line's ``hash``, 64 zeros for the first line) and ``hash`` (SHA-256 of the
+mandate's scope, window, caps and expiry; ``decision``: ok, or the Problem code; ``subject``: on a
+remote call, the hashed token subject) and the chain: ``prev_hash`` (the previous line's ``hash``, 64
+zeros for the first line) and ``hash`` (SHA-256 of the
 canonical JSON of the record without ``hash`` and ``mac``). :mod:`osbp.server.audit_verify` walks the
 chain. With a key (``OSBP_AUDIT_KEY``, from the environment only) every line also carries ``mac``, the
 HMAC-SHA256 of its ``hash`` under that key: the hash covers the whole record and its link, so the mac
@@ -110,6 +111,9 @@ class AuditRecord(AuditEvent):
 
     mandate: dict[str, Any] | None = None
     decision: Decision
+    #: SHA-256 of the bearer token's issuer and subject, on a remote call: who acted, without the
+    #: identifier itself (a user id is personal data; the hash still links one subject's events).
+    subject: str | None = None
     prev_hash: str
     hash: str
     mac: str | None = None
@@ -129,6 +133,8 @@ class AuditDraft:
     mandate: dict[str, Any] | None = None
     platform: PlatformIdentity | None = None
     upstream: UpstreamMeta | None = None
+    #: The remote caller's :attr:`~osbp.protocol.principal.Principal.subject_hash` (none on stdio).
+    subject: str | None = None
 
 
 def format_created_at(moment: datetime) -> str:
@@ -254,6 +260,7 @@ class AuditLog:
             "upstream": _scrub_strings(draft.upstream.to_wire(), scrubber) if draft.upstream else None,
             "mandate": scrubber.redact(draft.mandate) if draft.mandate is not None else None,
             "decision": draft.decision.model_dump(exclude_none=True),
+            "subject": draft.subject,
         }
         return _Snapshot({key: value for key, value in fields.items() if value is not None}, canonical)
 

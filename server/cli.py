@@ -1,4 +1,7 @@
-"""`osbp mcp` / `python -m osbp.server`: run the OSBP MCP server over stdio.
+"""`osbp mcp` / `python -m osbp.server`: run the OSBP MCP server over stdio (or Streamable HTTP).
+
+``--transport streamable-http`` serves HTTP instead (:mod:`osbp.server.http`), refused with one line when
+it would expose an unauthorized server beyond loopback.
 
 Configuration comes from flags, then ``OSBP_*`` environment variables (:class:`ServerSettings`, whose
 fields give the flags), and is validated before anything starts, the state file and the audit log
@@ -31,7 +34,7 @@ from osbp.protocol.timeutil import format_instant
 from osbp.server._sdk import stdio_server
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
-from osbp.server.compose import compose
+from osbp.server.compose import close_parts, compose
 from osbp.server.logs import configure_logging
 from osbp.server.settings import ServerSettings, describe, nest, settings_of
 from osbp.server.stdin import StdinLines
@@ -53,12 +56,19 @@ def build_parser() -> argparse.ArgumentParser:
     """The `osbp mcp` argument parser: one flag per flagged setting of :class:`ServerSettings`."""
     parser = _Parser(
         prog=PROG,
-        description="Run the OSBP MCP server over stdio. Flags override OSBP_* environment variables.",
+        description="Run the OSBP MCP server over stdio (default) or Streamable HTTP. Flags override OSBP_* "
+        "environment variables.",
     )
     for leaf in settings_of(ServerSettings):
         if leaf.setting.flag is not None:
+            dest = ".".join(leaf.path)
+            if leaf.field.annotation is bool:  # a switch: present means true (the variable says true/false)
+                parser.add_argument(
+                    leaf.setting.flag, dest=dest, action="store_const", const=True, help=leaf.help
+                )
+                continue
             metavar = leaf.setting.metavar or ("{" + ",".join(leaf.choices) + "}" if leaf.choices else None)
-            parser.add_argument(leaf.setting.flag, dest=".".join(leaf.path), metavar=metavar, help=leaf.help)
+            parser.add_argument(leaf.setting.flag, dest=dest, metavar=metavar, help=leaf.help)
     return parser
 
 
@@ -96,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "note": "this process's time is frozen (demos, traces and tests only)",
             },
         )
+    if settings.transport == "streamable-http":
+        return _main_http(settings)
     parts = compose(settings)
     if isinstance(parts, str):
         return _fail(parts)
@@ -111,6 +123,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     # are skipped by those collections; atexit handlers and stream flushing still run as usual.
     gc.freeze()
     return status
+
+
+def _main_http(settings: ServerSettings) -> int:
+    """Serve Streamable HTTP (imported only here: stdio never pays for uvicorn and the auth stack)."""
+    from osbp.server import http  # deferred on purpose, see the docstring
+
+    refused = http.refusal(settings)
+    if refused is not None:
+        return _fail(refused)
+    parts = compose(settings)
+    if isinstance(parts, str):
+        return _fail(parts)
+    try:
+        return anyio.run(http.serve_http, parts.adapter, parts.audit, settings)
+    except SystemExit as stopped:  # uvicorn could not listen (the address in use): it logged why
+        return _fail(f"cannot listen on {settings.http.host}:{settings.http.port} (status {stopped.code})")
+    except Exception:
+        logger.exception("server_crashed")
+        return 1
 
 
 async def _stop_on_signals(
@@ -139,11 +170,6 @@ async def serve(adapter: BookingAdapter, audit: AuditLog, clock: Clock | None = 
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             group.cancel_scope.cancel()
     finally:
-        with anyio.CancelScope(shield=True):
-            try:
-                await adapter.aclose()
-            except Exception:
-                logger.exception("adapter_close_failed")
-            audit.close()
+        await close_parts(adapter, audit)
     logger.info("stopped")
     return 0

@@ -11,6 +11,10 @@ The reference adapter is a plain import here. Only a plug-in named by ``--adapte
 :class:`~osbp.protocol.core.OsbpCore`, so every adapter gets mandate validation, the approval gate and
 idempotency from the protocol core (approval tokens live ``approval_ttl_seconds``), on the process's one
 clock (``--now`` reaches them too), and the server never runs an adapter's own create logic.
+
+Several organizations (``--organization-id a,b`` or ``*``) are served by the reference adapter behind an
+:class:`~osbp.server.orgs.OrganizationRouter`; a remote server puts its one organization behind the
+router too, so a token that may not act for it is refused. stdio with one organization is as before.
 """
 
 from __future__ import annotations
@@ -25,19 +29,23 @@ from typing import TypeAlias
 
 import anyio
 
+from osbp.adapter.bookwell import PLATFORM
+from osbp.adapter.directory import BookwellDirectory
 from osbp.adapter.reference import build_platform_adapter
 from osbp.protocol.clock import Clock
 from osbp.protocol.contract import BookingAdapter
 from osbp.protocol.core import OsbpCore
 from osbp.protocol.port import PlatformAdapter
-from osbp.protocol.state import StateUnavailable, open_state_store, redacted
+from osbp.protocol.state import StateBackend, StateUnavailable, open_state_store, redacted
 from osbp.server.audit import AuditLog
+from osbp.server.orgs import OrganizationRouter, SingleDirectory, served_organizations
 from osbp.server.settings import Leaf, ServerSettings, settings_of
 
 __all__ = [
     "AdapterFactory",
     "AdapterFactoryError",
     "Composition",
+    "close_parts",
     "compose",
     "load_factory",
     "reference_adapter",
@@ -81,28 +89,19 @@ def load_factory(spec: str) -> AdapterFactory | str:
 
 def compose(settings: ServerSettings) -> Composition | str:
     """The adapter and the opened audit log for ``settings``, or the one line saying why not."""
+    served = served_organizations(settings.adapter.organization_id)
+    if served == ():
+        return f"{_leaf(('adapter', 'organization_id')).who} must name an organization, several or *"
+    if served is None or len(served) > 1:
+        return _compose_many(settings, served)
     plugin = settings.adapter_factory
     factory = reference_adapter if plugin is None else load_factory(plugin)
     if isinstance(factory, str):
         return factory
-    state_path = settings.adapter.state_path
-    try:
-        # The state file the adapter will open, opened here first so a bad path fails before serving.
-        # The store creates it by hand, private (0600 in a 0700 directory, like the audit log), so a
-        # failure carries the operating system's reason rather than SQLite's "unable to open database".
-        # The same store then serves the core: the file is opened (schema, migrations) once per start.
-        # A postgresql:// location is connected to and its schema made here the same way.
-        state = open_state_store(state_path)
-    except StateUnavailable as error:
-        return _cannot_reach(str(state_path), error, _leaf(("adapter", "state_path")))
-    except (OSError, sqlite3.Error) as error:
-        assert isinstance(state_path, Path)  # a URL location raises StateUnavailable only
-        return _cannot_create("the state file", state_path, error, _leaf(("adapter", "state_path")))
-    audit = AuditLog(settings.audit_log_path, key=settings.audit_key_bytes())
-    try:
-        audit.open()
-    except OSError as error:
-        return _cannot_create("the audit log", settings.audit_log_path, error, _leaf(("audit_log_path",)))
+    files = _open_files(settings)
+    if isinstance(files, str):
+        return files
+    state, audit = files
     try:
         # Typed as object: a plug-in is foreign code, so what it returns is checked, not trusted.
         adapter: object = factory(settings)
@@ -124,7 +123,81 @@ def compose(settings: ServerSettings) -> Composition | str:
         )
     clock = settings.clock()
     core = OsbpCore(adapter, state=state, clock=clock, approval_ttl=settings.approval_ttl())
-    return Composition(adapter=core, audit=audit, clock=clock)
+    if settings.transport == "stdio":
+        return Composition(adapter=core, audit=audit, clock=clock)
+    # Remote: the one organization behind the router, which refuses it to a token that may not act for it.
+    organization_id = adapter.organization_id
+    router = OrganizationRouter(
+        served=(organization_id,),
+        directory=SingleDirectory(organization_id),
+        core_for=lambda _: core,
+        platform=core.platform,
+        clock=clock,
+    )
+    router.core(organization_id)
+    return Composition(adapter=router, audit=audit, clock=clock)
+
+
+def _compose_many(settings: ServerSettings, served: tuple[str, ...] | None) -> Composition | str:
+    """Several organizations (or every one) of the reference platform behind one router."""
+    if settings.adapter_factory is not None:
+        return (
+            "--adapter / OSBP_ADAPTER_FACTORY: a plug-in adapter serves one organization; set "
+            "--organization-id / OSBP_ORGANIZATION_ID to one id"
+        )
+    files = _open_files(settings)
+    if isinstance(files, str):
+        return files
+    state, audit = files
+    clock = settings.clock()
+    directory = BookwellDirectory(settings.adapter)
+
+    def core_for(organization_id: str) -> OsbpCore:
+        adapter = directory.adapter(organization_id)
+        return OsbpCore(adapter, state=state, clock=clock, approval_ttl=settings.approval_ttl())
+
+    router = OrganizationRouter(
+        served=served,
+        directory=directory,
+        core_for=core_for,
+        platform=PLATFORM,
+        clock=clock,
+        default_service_id=settings.adapter.default_service_id,
+    )
+    return Composition(adapter=router, audit=audit, clock=clock)
+
+
+def _open_files(settings: ServerSettings) -> tuple[StateBackend, AuditLog] | str:
+    """The state store and the opened audit log, or the one line saying which cannot be created."""
+    state_path = settings.adapter.state_path
+    try:
+        # The state file the adapter will open, opened here first so a bad path fails before serving.
+        # The store creates it by hand, private (0600 in a 0700 directory, like the audit log), so a
+        # failure carries the operating system's reason rather than SQLite's "unable to open database".
+        # The same store then serves the core: the file is opened (schema, migrations) once per start.
+        # A postgresql:// location is connected to and its schema made here the same way.
+        state = open_state_store(state_path)
+    except StateUnavailable as error:
+        return _cannot_reach(str(state_path), error, _leaf(("adapter", "state_path")))
+    except (OSError, sqlite3.Error) as error:
+        assert isinstance(state_path, Path)  # a URL location raises StateUnavailable only
+        return _cannot_create("the state file", state_path, error, _leaf(("adapter", "state_path")))
+    audit = AuditLog(settings.audit_log_path, key=settings.audit_key_bytes())
+    try:
+        audit.open()
+    except OSError as error:
+        return _cannot_create("the audit log", settings.audit_log_path, error, _leaf(("audit_log_path",)))
+    return state, audit
+
+
+async def close_parts(adapter: BookingAdapter, audit: AuditLog) -> None:
+    """Close the adapter (a failure is logged, never raised) and then the audit log, shielded."""
+    with anyio.CancelScope(shield=True):
+        try:
+            await adapter.aclose()
+        except Exception:
+            logger.exception("adapter_close_failed")
+        audit.close()
 
 
 def _close_refused(adapter: object) -> None:

@@ -12,7 +12,8 @@ with ``is_error`` exactly when ``ok`` is false:
    answered locally, every other tool by its adapter method; an exception escaping the adapter, or an
    answer that is not JSON text (a lone surrogate, a NaN), becomes an ``internal_adapter_error``
    Problem, the details going only to the server's stderr log;
-3. exactly one audit record is appended (redacted, chained) and its id becomes ``audit_event_id``; a
+3. exactly one audit record is appended (redacted, chained, with the hashed token subject of a remote
+   call) and its id becomes ``audit_event_id``; a
    tool with an effect has its record ``fsync``-ed before the answer leaves, a read's is written at once
    and synced in a group (:class:`~osbp.server.audit.AuditLog`);
 4. if that append fails, no envelope names the record that does not exist. A tool with an effect
@@ -53,6 +54,7 @@ from osbp.protocol.models import (
     VerificationSendInput,
     VerificationVerifyInput,
 )
+from osbp.protocol.principal import current_principal
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.tools import tool_spec
 from osbp.protocol.upstream import capture_upstream
@@ -336,6 +338,7 @@ class ToolDispatcher:
             envelope = _envelope(outcome, event_id)
             text = _dumps(envelope)
         mandate_id, mandate = _mandate_context(name, inp)
+        principal = current_principal()
         draft = AuditDraft(
             id=event_id,
             tool_name=name,
@@ -351,6 +354,7 @@ class ToolDispatcher:
             mandate=mandate,
             platform=None if name == "handoff.request" else self._adapter.platform,
             upstream=capture.last,
+            subject=principal.subject_hash if principal is not None else None,
         )
         try:
             # Durable (fsynced before the answer) exactly when the call may have changed something.

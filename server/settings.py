@@ -8,8 +8,11 @@ its own flat ``OSBP_*`` name, nested or not; an empty value counts as unset), th
 (:mod:`osbp.server.cli`), and the one-line message naming what is missing or which value breaks which
 rule (:func:`describe`).
 
-One organization per server process (the spec's scope): the platform base URL and the organization id
-have no default, so an unconfigured server says what to set instead of guessing a merchant.
+The platform base URL and the organization id have no default, so an unconfigured server says what to
+set instead of guessing a merchant; the organization setting names one organization (the spec's scope,
+as on stdio), several (comma-separated) or ``*`` (every organization the platform has), see
+:mod:`osbp.server.orgs`. ``transport`` with the nested ``http`` and ``auth`` parts configure remote
+serving (:mod:`osbp.server.remote_settings`).
 
 :meth:`ServerSettings.clock` is the process's one clock, shared by the adapter (mandate expiry, approval
 TTLs, idempotency leases) and the server (audit ``created_at``): the system clock, or, when ``now`` is
@@ -39,10 +42,12 @@ from osbp.protocol.clock import Clock, FixedClock, SystemClock
 from osbp.protocol.state import redacted
 from osbp.protocol.timeutil import parse_instant
 from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
+from osbp.server.remote_settings import HttpSettings, OAuthSettings
 
-__all__ = ["Leaf", "LogLevel", "ServerSettings", "describe", "nest", "settings_of"]
+__all__ = ["Leaf", "LogLevel", "ServerSettings", "Transport", "describe", "nest", "settings_of"]
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+Transport = Literal["stdio", "streamable-http"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +140,15 @@ class ServerSettings(BaseSettings):
     """Configuration of one MCP server process: its own settings and the adapter's, from flags and env."""
 
     adapter: AdapterSettings = Field(description="the adapter's part (the reference adapter's settings)")
+    transport: Annotated[Transport, Setting("OSBP_TRANSPORT", "--transport")] = Field(
+        default="stdio", description="how MCP is served: stdio (default) or streamable-http"
+    )
+    http: HttpSettings = Field(
+        default_factory=HttpSettings, description="the Streamable HTTP listener (remote serving)"
+    )
+    auth: OAuthSettings = Field(
+        default_factory=OAuthSettings, description="the OAuth resource server (remote serving)"
+    )
     audit_log_path: Annotated[Path, Setting("OSBP_AUDIT_LOG_PATH", "--audit-log-path", metavar="PATH")] = (
         Field(default=DEFAULT_AUDIT_PATH, description="the JSONL audit log")
     )

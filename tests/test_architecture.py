@@ -36,8 +36,10 @@ COMPONENTS = ("backend", "protocol", "adapter", "server", "demo", "conformance")
 ROOT = "osbp"
 #: The one server module that builds the adapter (the server's composition root).
 COMPOSITION_ROOT = "server/compose.py"
-#: The server's one settings object, which nests the adapter's settings model.
+#: The server's one settings object, which nests the adapter's settings model (and its remote parts,
+#: which describe their fields with the adapter's ``Setting``).
 SERVER_SETTINGS = "server/settings.py"
+REMOTE_SETTINGS = "server/remote_settings.py"
 #: The modules that start this project's platform for their users.
 PLATFORM_STARTERS = ("demo/stack.py", "conformance/self_target.py")
 #: What starting the platform may import of it.
@@ -56,7 +58,11 @@ ALLOWED: dict[str, set[str]] = {
     "conformance": {"conformance"},
 }
 #: File -> the modules (and their submodules) it may import beyond its component's rule.
-EXCEPTIONS: dict[str, set[str]] = {COMPOSITION_ROOT: {"adapter"}, SERVER_SETTINGS: {"adapter"}}
+EXCEPTIONS: dict[str, set[str]] = {
+    COMPOSITION_ROOT: {"adapter"},
+    SERVER_SETTINGS: {"adapter"},
+    REMOTE_SETTINGS: {"adapter.settings"},
+}
 for _starter in PLATFORM_STARTERS:
     EXCEPTIONS[_starter] = set(PLATFORM_STARTUP_API)
 EXCEPTIONS[SELF_TARGET].add(SERVER_ENTRY)

@@ -72,7 +72,7 @@ def test_the_postgres_profile_runs_postgresql_with_a_healthcheck_and_a_named_vol
     """Platform choice (deployment): `--profile postgres` adds PostgreSQL, its data in a named volume."""
     compose = _compose()
     postgres = compose["services"]["postgres"]
-    assert postgres["profiles"] == ["postgres"]
+    assert postgres["profiles"] == ["postgres", "remote"]
     assert postgres["image"].startswith("postgres:")
     assert postgres["healthcheck"]["test"][:2] == ["CMD", "pg_isready"]
     volume, _, mount = postgres["volumes"][0].partition(":")
@@ -132,3 +132,23 @@ def test_every_installed_compose_tool_accepts_the_file(tool):
     command = [*tool, "-f", str(ROOT / "docker-compose.yml"), "config", "-q"]
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_remote_profile_runs_two_authorized_replicas_on_one_state_store_behind_a_loopback_balancer():
+    """Platform choice (deployment): replicas share the state store, keep their own audit logs, never serve
+    beyond the balancer without authorization, and only the balancer is published, on 127.0.0.1."""
+    services = _compose()["services"]
+    remote = {name for name, service in services.items() if "remote" in service.get("profiles", [])}
+    assert remote == {"postgres", "issuer", "mcp-a", "mcp-b", "balancer"}
+    replicas = [services["mcp-a"], services["mcp-b"]]
+    states = {replica["environment"]["OSBP_STATE_PATH"] for replica in replicas}
+    assert len(states) == 1
+    assert states.pop().startswith("postgresql://")
+    assert len({replica["environment"]["OSBP_AUDIT_LOG_PATH"] for replica in replicas}) == 2
+    for replica in replicas:
+        assert "--allow-remote" in replica["command"]
+        assert replica["environment"]["OSBP_AUTH_ISSUER"]
+        assert "ports" not in replica
+    published = [port for service in services.values() for port in service.get("ports", [])]
+    assert all(port.startswith("127.0.0.1:") for port in published)
+    assert services["balancer"]["ports"] == ["127.0.0.1:8500:8500"]

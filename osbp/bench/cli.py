@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, NoReturn
 
-from osbp.bench import adapter, backend, demo, loop, mcp, state
+from osbp.bench import adapter, backend, demo, loop, mcp, remote, state
 from osbp.bench.options import POSTGRES_URL_ENV, Benchmark
 
 __all__ = ["BENCHES", "Plan", "build_parser", "main", "plan"]
@@ -29,6 +29,7 @@ BENCHES: dict[str, Benchmark] = {
     "adapter": adapter,
     "mcp": mcp,
     "loop": loop,
+    "remote": remote,
     "demo": demo,
 }
 #: Benchmark name -> the flags it added to the parser.

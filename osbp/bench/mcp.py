@@ -53,7 +53,7 @@ from osbp.bench.options import Options, count
 from osbp.bench.results import publish
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 
-__all__ = ["add_arguments", "report", "run"]
+__all__ = ["add_arguments", "per_tool", "report", "run"]
 
 COLD_START_TARGET_S = 0.8
 READ_P50_TARGET_MS = 5.0
@@ -116,7 +116,8 @@ class _Samples:
         )
 
 
-async def _per_tool(client: Client, calls: int, warmup: int) -> _Samples:
+async def per_tool(client: Client, calls: int, warmup: int) -> _Samples:
+    """Every tool's round trips on one connected client (``warmup`` unmeasured calls of each first)."""
     samples = _Samples()
     check = _ClientCheckClock(client)
 
@@ -187,14 +188,14 @@ async def run(cold_runs: int, calls: int, warmup: int = 20) -> dict[str, Any]:
         async with AsyncExitStack() as stack:
             transport = stdio_client(server_params(base_url, workdir), errlog=errlog)
             client = await stack.enter_async_context(Client(transport))
-            per_tool = await _per_tool(client, calls, warmup)
+            per_tool_samples = await per_tool(client, calls, warmup)
     tools = {
         label: latency_ms(values)
         | {
-            "p50_ms_without_client_check": percentile_ms(per_tool.without_check[label], 50),
-            "p99_ms_without_client_check": percentile_ms(per_tool.without_check[label], 99),
+            "p50_ms_without_client_check": percentile_ms(per_tool_samples.without_check[label], 50),
+            "p99_ms_without_client_check": percentile_ms(per_tool_samples.without_check[label], 99),
         }
-        for label, values in per_tool.round_trip.items()
+        for label, values in per_tool_samples.round_trip.items()
     }
     return {
         "benchmark": "mcp",

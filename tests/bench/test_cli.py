@@ -18,6 +18,7 @@ FLAGS = {
     "adapter": ("--iterations",),
     "mcp": ("--cold-runs", "--calls", "--warmup"),
     "loop": ("--rounds", "--loops", "--loop-warmup", "--against"),
+    "remote": ("--remote-calls", "--remote-warmup", "--remote-clients", "--remote-loops"),
     "demo": ("--demo-runs", "--replay-runs"),
 }
 
@@ -31,7 +32,7 @@ def test_a_flag_before_any_name_sets_that_flag_and_every_benchmark_runs():
     """Platform choice: `osbp bench --iterations 5` runs every benchmark, the adapter's with 5 iterations."""
     planned = cli.plan(["--iterations", "5"])
     assert isinstance(planned, cli.Plan)
-    assert planned.names == ["backend", "state", "adapter", "mcp", "loop", "demo"]
+    assert planned.names == ["backend", "state", "adapter", "mcp", "loop", "remote", "demo"]
     assert planned.args.iterations == 5
     assert planned.args.out == Path("bench-results")
 
@@ -98,7 +99,7 @@ def test_help_after_a_name_lists_that_benchmarks_flags_only():
         ),
         (
             ["bookit"],
-            "osbp bench: unknown benchmark 'bookit': choose from backend, state, adapter, mcp, loop, demo",
+            "osbp bench: unknown benchmark 'bookit': choose from backend, state, adapter, mcp, loop, remote, demo",
         ),
         (
             ["--iterations", "0"],
@@ -115,3 +116,27 @@ def test_a_mistake_is_one_stderr_line_and_exit_2(args, message):
     assert result.returncode == 2
     assert result.stderr == message + "\n"
     assert result.stdout == ""
+
+
+@pytest.mark.integration
+def test_the_remote_benchmark_books_every_loop_once_on_one_and_two_replicas(tmp_path: Path):
+    """OSBP spec, booking.create idempotency (over replicas): every loop books, never twice."""
+    args = [
+        "remote",
+        "--remote-calls",
+        "2",
+        "--remote-warmup",
+        "0",
+        "--remote-clients",
+        "3",
+        "--remote-loops",
+        "1",
+    ]
+    result = _bench(*args, "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    figures = json.loads((tmp_path / "remote.json").read_text(encoding="utf-8"))
+    assert set(figures["per_tool_p50_ms"]["osbp_service_describe"]) == {"stdio", "streamable_http"}
+    runs = {run["replicas"]: run for run in figures["throughput"]}
+    assert sorted(runs) == [1, 2]
+    for run in runs.values():
+        assert (run["booked"], run["platform_appointments"], run["double_bookings"]) == (3, 3, 0)

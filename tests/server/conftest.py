@@ -7,15 +7,19 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import httpx2
 import pytest
 from mcp import Client
 
+from osbp.backend.serving import PlatformServer
+from osbp.backend.settings import BackendSettings
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.core import OsbpCore
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
 from tests.support.mcp import NOW
 from tests.support.memory_adapter import MemoryAdapter
+from tests.support.reference import NOW as REFERENCE_NOW
 
 
 @pytest.fixture
@@ -65,3 +69,20 @@ async def client(core: OsbpCore, audit: AuditLog, clock: FixedClock) -> AsyncIte
     server = create_server(core, audit, clock=clock, new_event_id=lambda: f"aud_test_{next(counter):04d}")
     async with Client(server) as connected:
         yield connected
+
+
+@pytest.fixture(scope="module")
+def platform() -> Iterator[PlatformServer]:
+    """The real platform on loopback, frozen at the reference instant, with its test surface."""
+    with PlatformServer(
+        BackendSettings(db=":memory:", port=0, now=REFERENCE_NOW, enable_testing=True)
+    ) as server:
+        yield server
+
+
+@pytest.fixture
+def testing(platform: PlatformServer) -> Iterator[httpx2.Client]:
+    """The platform's test-only control surface, reset to the seeds."""
+    with httpx2.Client(base_url=platform.base_url, trust_env=False) as client:
+        assert client.post("/_testing/reset").status_code == 200
+        yield client

@@ -98,6 +98,15 @@ def test_the_flags_are_the_documented_ones_each_naming_its_variable() -> None:
         "--adapter",
         "--approval-ttl-seconds",
         "--now",
+        "--transport",
+        "--host",
+        "--port",
+        "--allow-remote",
+        "--allowed-hosts",
+        "--allowed-origins",
+        "--auth-issuer",
+        "--auth-jwks",
+        "--resource-url",
     }
     assert options["--platform-url"].endswith("[OSBP_PLATFORM_BASE_URL]")
     assert options["--state-path"].endswith("[OSBP_STATE_PATH]")

@@ -1,0 +1,72 @@
+"""Who a call acts for: the authenticated principal of a remote (OAuth) call, or nobody on stdio.
+
+A remote server knows, for each call, the bearer token's subject and the organizations the token may act
+for. The server sets them around one call with :func:`acting_for`; the protocol core reads them where a
+rule depends on them:
+
+* the approval gate binds a challenge to the subject (:func:`subject_binding`): a token issued to one
+  subject cannot be redeemed by another;
+* the server's organization routing refuses ids of organizations the principal may not act for.
+
+Outside :func:`acting_for` (stdio, in-process tests) there is no principal and every rule behaves exactly
+as it did before remote serving existed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from osbp.protocol.canonical import sha256_hex
+
+__all__ = ["Principal", "acting_for", "current_principal", "subject_binding"]
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """An authenticated caller: the token's issuer and subject, and the organizations it may act for."""
+
+    issuer: str
+    subject: str
+    #: ``None``: any organization this server serves (a token without an organization restriction).
+    organizations: frozenset[str] | None
+
+    def may_act_for(self, organization_id: str) -> bool:
+        """Whether the token allows acting for ``organization_id``."""
+        return self.organizations is None or organization_id in self.organizations
+
+    @property
+    def subject_hash(self) -> str:
+        """SHA-256 of issuer and subject: stable per person, not the identifier itself (audit, binding)."""
+        return sha256_hex({"iss": self.issuer, "sub": self.subject})
+
+
+_current: ContextVar[Principal | None] = ContextVar("osbp_principal", default=None)
+
+
+def current_principal() -> Principal | None:
+    """The principal of the call being served, or ``None`` (stdio, tests, no authorization)."""
+    return _current.get()
+
+
+@contextmanager
+def acting_for(principal: Principal | None) -> Iterator[None]:
+    """Serve the enclosed call for ``principal`` (``None``: no principal, as on stdio)."""
+    token = _current.set(principal)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def subject_binding(payload_hash: str) -> str:
+    """What an approval binds for this payload: the payload hash alone without a principal, else both.
+
+    Without a principal the value is the payload hash unchanged, so stdio approvals are exactly as before.
+    """
+    principal = _current.get()
+    if principal is None:
+        return payload_hash
+    return sha256_hex({"payload_hash": payload_hash, "subject": principal.subject_hash})

@@ -1,0 +1,276 @@
+"""`osbp mcp --transport streamable-http`: the OSBP MCP server over the SDK's Streamable HTTP, on uvicorn.
+
+Stateless (every request stands alone, so any replica can answer any request and no sticky sessions are
+needed) with JSON responses, at ``/mcp``. The SDK's transport speaks the newest protocol revision it
+knows and the revisions current hosts negotiate. Around it, outermost first:
+
+1. **DNS-rebinding protection**, always on: ``Host`` must be on the allow-list (``421`` otherwise) and an
+   ``Origin``, when sent, too (``403``); both default to the loopback names (``--allowed-hosts``,
+   ``--allowed-origins``).
+2. **Bearer authorization** when an issuer is configured (:mod:`osbp.server.auth`): a missing or invalid
+   token is ``401`` with ``WWW-Authenticate: Bearer ... resource_metadata="..."`` naming the RFC 9728
+   metadata, served at ``/.well-known/oauth-protected-resource`` (and at the path-suffixed form RFC 9728
+   §3.1 derives from the resource URL).
+3. **The request gate** (:class:`RequestGate`): the body must arrive whole within
+   ``request_timeout_s`` (``408``) and be at most ``max_body_bytes`` (``413``); a ``tools/call`` whose tool
+   needs a scope the token lacks is ``403 insufficient_scope`` naming the scope, before the call runs.
+
+uvicorn adds the connection limits: ``max_connections`` served at once (``503`` beyond), idle keep-alive
+connections closed after 5 s, incomplete HTTP events capped at 64 KiB.
+
+:func:`refusal` is the start-up rule: a non-loopback address needs ``--allow-remote`` **and**
+authorization; otherwise the server does not start.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from pydantic import AnyHttpUrl
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from osbp.protocol.contract import BookingAdapter
+from osbp.server.app import create_server
+from osbp.server.audit import AuditLog
+from osbp.server.auth import BOOK, READ, TOOL_SCOPES, VERIFY, JwtVerifier, KeySet, principal_of
+from osbp.server.compose import close_parts
+from osbp.server.remote_settings import is_loopback
+from osbp.server.settings import ServerSettings
+from osbp.server.tools import dotted_name
+
+__all__ = ["MCP_PATH", "RequestGate", "build_app", "refusal", "resource_url", "serve_http"]
+
+logger = logging.getLogger("osbp.server")
+
+MCP_PATH = "/mcp"
+_METADATA_PATH = "/.well-known/oauth-protected-resource"
+
+
+def refusal(settings: ServerSettings) -> str | None:
+    """Why these settings must not be served over HTTP, or ``None``."""
+    http = settings.http
+    if is_loopback(http.host):
+        return None
+    if not http.allow_remote:
+        return (
+            f"--host {http.host} is not a loopback address: add --allow-remote (OSBP_HTTP_ALLOW_REMOTE=true) "
+            "and configure authorization (--auth-issuer) to serve other machines"
+        )
+    if not settings.auth.enabled:
+        return (
+            f"--host {http.host} with --allow-remote needs authorization: set --auth-issuer / "
+            "OSBP_AUTH_ISSUER (a remote server never runs without bearer tokens)"
+        )
+    return None
+
+
+def resource_url(settings: ServerSettings) -> str:
+    """This server's resource URL (the tokens' audience): configured, else ``http://HOST:PORT/mcp``."""
+    if settings.auth.resource_url is not None:
+        return settings.auth.resource_url
+    host = settings.http.host
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{settings.http.port}{MCP_PATH}"
+
+
+async def _answer(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
+    payload = json.dumps(body).encode()
+    head = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": payload})
+
+
+def _tool_names(message: Any) -> list[str]:
+    """The tool names a JSON-RPC body calls (a batch's every element)."""
+    messages = message if isinstance(message, list) else [message]
+    names = []
+    for item in messages:
+        if isinstance(item, dict) and item.get("method") == "tools/call":
+            params = item.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+            if isinstance(name, str):
+                names.append(name)
+    return names
+
+
+class RequestGate:
+    """Body size and time limits, then the per-tool scope check, in front of the MCP endpoint."""
+
+    def __init__(
+        self, app: ASGIApp, *, max_body: int, timeout_s: float, metadata_url: str | None = None
+    ) -> None:
+        self._app = app
+        self._max_body = max_body
+        self._timeout_s = timeout_s
+        self._metadata_url = metadata_url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Buffer a POST's body within the limits, check its scopes, and hand it on unchanged."""
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        body = bytearray()
+        complete = False
+        with anyio.move_on_after(self._timeout_s):
+            while not complete:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                body += message.get("body", b"")
+                if len(body) > self._max_body:
+                    await _answer(send, 413, {"error": "request_too_large"}, [(b"connection", b"close")])
+                    return
+                complete = not message.get("more_body", False)
+        if not complete:
+            logger.info("request_timed_out", extra={"received_bytes": len(body)})
+            await _answer(send, 408, {"error": "request_timeout"}, [(b"connection", b"close")])
+            return
+        if self._metadata_url is not None and (missing := self._missing_scope(scope, bytes(body))):
+            challenge = (
+                f'Bearer error="insufficient_scope", scope="{missing}", '
+                f'error_description="Required scope: {missing}", resource_metadata="{self._metadata_url}"'
+            )
+            body_out = {"error": "insufficient_scope", "error_description": f"Required scope: {missing}"}
+            await _answer(send, 403, body_out, [(b"www-authenticate", challenge.encode())])
+            return
+        await self._app(scope, _replay(bytes(body), receive), send)
+
+    @staticmethod
+    def _missing_scope(scope: Scope, body: bytes) -> str | None:
+        user = scope.get("user")
+        granted = set(user.scopes) if isinstance(user, AuthenticatedUser) else set()
+        try:
+            message = json.loads(body)
+        except ValueError:
+            return None  # not JSON: the transport answers the parse error
+        for mcp_name in _tool_names(message):
+            name = dotted_name(mcp_name)
+            needed = TOOL_SCOPES[name] if name is not None else None
+            if needed is not None and needed not in granted:
+                return needed
+        return None
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # after the body: the disconnect, as the transport expects
+
+    return replayed
+
+
+class _HostOriginGuard:
+    """DNS-rebinding protection on every path: ``Host`` and ``Origin`` on the allow-lists."""
+
+    def __init__(self, app: ASGIApp, security: TransportSecuritySettings) -> None:
+        self._app = app
+        self._check = TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            rejected = await self._check.validate_request(Request(scope, receive), is_post=False)
+            if rejected is not None:
+                await rejected(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+
+def build_app(adapter: BookingAdapter, audit: AuditLog, settings: ServerSettings) -> Starlette:
+    """The ASGI application: the MCP endpoint behind the checks of the module docstring."""
+    http = settings.http
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=http.hosts(), allowed_origins=http.origins()
+    )
+    server = create_server(adapter, audit, clock=settings.clock(), principal_of=principal_of)
+    manager = StreamableHTTPSessionManager(
+        app=server,
+        json_response=True,
+        stateless=True,
+        security_settings=security,
+        max_request_body_size=http.max_body_bytes,
+    )
+    endpoint: ASGIApp = StreamableHTTPASGIApp(manager)
+    routes: list[Route] = []
+    middleware: list[Middleware] = []
+    auth = settings.auth
+    if auth.issuer is None:
+        endpoint = RequestGate(endpoint, max_body=http.max_body_bytes, timeout_s=http.request_timeout_s)
+    else:
+        resource = resource_url(settings)
+        metadata_url = str(build_resource_metadata_url(AnyHttpUrl(resource)))
+        verifier = JwtVerifier(
+            issuer=auth.issuer,
+            audience=resource,
+            keys=KeySet(auth.jwks or auth.issuer.rstrip("/") + "/.well-known/jwks.json"),
+            organizations_claim=auth.organizations_claim,
+        )
+        gate = RequestGate(
+            endpoint,
+            max_body=http.max_body_bytes,
+            timeout_s=http.request_timeout_s,
+            metadata_url=metadata_url,
+        )
+        endpoint = RequireAuthMiddleware(gate, [], AnyHttpUrl(metadata_url))
+        middleware = [
+            Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
+            Middleware(AuthContextMiddleware),
+        ]
+        metadata = create_protected_resource_routes(
+            # Strings, validated by the metadata model, which keeps a path-less issuer without the "/"
+            # AnyHttpUrl would add (RFC 8414 compares issuers as exact strings).
+            resource_url=resource,  # type: ignore[arg-type]
+            authorization_servers=[auth.issuer],  # type: ignore[list-item]
+            scopes_supported=[READ, VERIFY, BOOK],
+            resource_name="OSBP (Open Service Booking Protocol)",
+        )
+        routes += metadata
+        if all(route.path != _METADATA_PATH for route in metadata):
+            routes.append(Route(_METADATA_PATH, endpoint=metadata[0].endpoint, methods=["GET", "OPTIONS"]))
+    routes.insert(0, Route(MCP_PATH, endpoint=endpoint))
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lambda _: manager.run())
+    app.add_middleware(_HostOriginGuard, security=security)
+    return app
+
+
+async def serve_http(adapter: BookingAdapter, audit: AuditLog, settings: ServerSettings) -> int:
+    """Serve MCP over Streamable HTTP until SIGTERM/SIGINT; always closes the adapter and the audit log."""
+    http = settings.http
+    try:
+        config = uvicorn.Config(
+            build_app(adapter, audit, settings),
+            host=http.host.strip("[]"),
+            port=http.port,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            timeout_keep_alive=5,
+            timeout_graceful_shutdown=5,
+            limit_concurrency=http.max_connections,
+            h11_max_incomplete_event_size=64 * 1024,
+        )
+        where = {"url": f"http://{http.host}:{http.port}{MCP_PATH}", "audit": str(audit.path)}
+        logger.info("serving_http", extra=where)
+        await uvicorn.Server(config).serve()
+    finally:
+        await close_parts(adapter, audit)
+    logger.info("stopped")
+    return 0
