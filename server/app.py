@@ -15,20 +15,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    InputRequiredResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+)
 
 from osbp import __version__
 from osbp.protocol.clock import Clock
 from osbp.protocol.contract import BookingAdapter
 from osbp.protocol.schemas import tool_input_schema
+from osbp.protocol.tools import mcp_tool_name
 from osbp.server._sdk import Server, ServerRequestContext
 from osbp.server.audit import AuditLog
+from osbp.server.confirmation import ConfirmationPolicy, confirmer_for
 from osbp.server.dispatch import ToolDispatcher, new_audit_id
 from osbp.server.tools import TOOL_DEFINITIONS, mcp_tools
 
 __all__ = ["INSTRUCTIONS", "SERVER_NAME", "create_server"]
 
 SERVER_NAME = "osbp"
+#: How long the classic in-request confirmation waits for the user's answer (seconds).
+CONFIRMATION_TIMEOUT_S = 300.0
+_CREATE = mcp_tool_name("booking.create")
 
 #: The canonical flow, for the agent (MCP server instructions).
 INSTRUCTIONS = """\
@@ -51,8 +63,14 @@ def create_server(
     *,
     clock: Clock | None = None,
     new_event_id: Callable[[], str] = new_audit_id,
+    confirmation: ConfirmationPolicy = "auto",
+    confirmation_timeout: float = CONFIRMATION_TIMEOUT_S,
 ) -> Server[Any]:
-    """The MCP server exposing OSBP's eight tools over ``adapter``, auditing into ``audit``."""
+    """The MCP server exposing OSBP's eight tools over ``adapter``, auditing into ``audit``.
+
+    ``confirmation`` says who confirms a booking (:mod:`osbp.server.confirmation`): through the host
+    when the client can elicit (``auto``), only through the host (``elicitation``), or always by token.
+    """
     dispatcher = ToolDispatcher(adapter, audit, clock=clock, new_event_id=new_event_id)
     tools = mcp_tools()
 
@@ -61,14 +79,19 @@ def create_server(
     ) -> ListToolsResult:
         return ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
-        return await dispatcher.call(params.name, params.arguments)
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        confirmer = None
+        if params.name == _CREATE:
+            confirmer = confirmer_for(ctx, params, confirmation, timeout=confirmation_timeout)
+        return await dispatcher.call(params.name, params.arguments, confirmer=confirmer)
 
     def input_schema(name: str) -> dict[str, Any] | None:
         definition = TOOL_DEFINITIONS.get(name)
         return tool_input_schema(definition.name) if definition else None
 
-    return Server(
+    server: Server[Any] = Server(
         SERVER_NAME,
         version=__version__,
         title="OSBP (Open Service Booking Protocol)",
@@ -77,3 +100,9 @@ def create_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    # Seals the multi-round-trip confirmation's request state (summary and payload hashes) under a key of
+    # this process, bound to the call's tool and arguments: a client can echo it, not forge or move it.
+    server.middleware.append(
+        RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=SERVER_NAME)
+    )
+    return server

@@ -110,6 +110,8 @@ class AuditRecord(AuditEvent):
 
     mandate: dict[str, Any] | None = None
     decision: Decision
+    #: booking.create's final confirmation: mode (token or elicitation), summary and payload hashes, answer.
+    confirmation: dict[str, Any] | None = None
     prev_hash: str
     hash: str
     mac: str | None = None
@@ -129,6 +131,7 @@ class AuditDraft:
     mandate: dict[str, Any] | None = None
     platform: PlatformIdentity | None = None
     upstream: UpstreamMeta | None = None
+    confirmation: dict[str, Any] | None = None
 
 
 def format_created_at(moment: datetime) -> str:
@@ -254,6 +257,8 @@ class AuditLog:
             "upstream": _scrub_strings(draft.upstream.to_wire(), scrubber) if draft.upstream else None,
             "mandate": scrubber.redact(draft.mandate) if draft.mandate is not None else None,
             "decision": draft.decision.model_dump(exclude_none=True),
+            # Hashes and fixed words only: nothing here needs redaction.
+            "confirmation": draft.confirmation,
         }
         return _Snapshot({key: value for key, value in fields.items() if value is not None}, canonical)
 
