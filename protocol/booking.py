@@ -42,6 +42,7 @@ from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import Clock
 from osbp.protocol.confirmation import (
     Answer,
+    CodeCollector,
     ConfirmationStep,
     ConfirmationTrail,
     Refused,
@@ -153,6 +154,15 @@ class _Reconfirm:
     """The user accepted ``summary_hash`` after a wait: resolve again, book only on the same summary."""
 
     summary_hash: str
+
+
+def _wants_code(outcome: AdapterResult[Receipt] | _OfferChanged, inp: BookingCreateInput) -> bool:
+    """The platform asked for a verification code the call did not carry."""
+    return (
+        isinstance(outcome, Failure)
+        and outcome.problem.code == ProblemCode.REQUIRES_VERIFICATION
+        and inp.verification_code is None
+    )
 
 
 def _authorizes(inp: BookingCreateInput, placing: Placing) -> bool:
@@ -354,7 +364,29 @@ class BookingPipeline:
             context["offer_validator"] = offer.validator
         await self._idempotency.amark_placing(claim.lease, token, context)
         placed = replace(request, validator=offer.validator)
-        return await self._place(placed, bookable.customer_name, token, context, claim, attempt)
+        inp = placed.input
+        outcome = await self._place(placed, bookable.customer_name, token, context, claim, attempt)
+        # Typed as object: a confirmer may also collect codes (a second protocol), or not.
+        collector: object = trail.confirmer if trail is not None else None
+        if trail is None or not isinstance(collector, CodeCollector) or not _wants_code(outcome, inp):
+            return outcome
+        code = await self._collect_code(trail, collector, inp)
+        if isinstance(code, Problem):
+            return Failure(code)
+        # The code goes to the platform only: the input the agent sent (and the audit records) has none.
+        coded = replace(placed, input=inp.model_copy(update={"verification_code": code}))
+        return await self._place(coded, bookable.customer_name, token, context, claim, attempt)
+
+    @staticmethod
+    async def _collect_code(
+        trail: ConfirmationTrail, collector: CodeCollector, inp: BookingCreateInput
+    ) -> str | Problem:
+        """The platform wants the verification code: the user enters it through the host."""
+        code = await collector.collect_code(inp)
+        summary_hash = trail.steps[-1].summary_hash if trail.steps else ""
+        answer: Answer = code.answer if isinstance(code, Refused) else "code_entered"
+        trail.record(ConfirmationStep("elicitation", summary_hash, booking_payload_hash(inp), answer))
+        return code.problem if isinstance(code, Refused) else code
 
     async def _resume(
         self, inp: BookingCreateInput, claim: Claimed, placing: Placing, attempt: _Attempt

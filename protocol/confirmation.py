@@ -11,6 +11,10 @@ pluggable:
   the user says so (``recheck``): the pipeline resolves the facts again and books only if their summary is
   still the one confirmed, else it asks again.
 
+When the platform then asks for the customer's verification code and the call carries none, a confirmer
+that is also a :class:`CodeCollector` collects it from the user the same way, so the code never passes
+through the agent; the agent's path (``verification_code`` in the arguments) stays.
+
 The caller (the MCP server, per tool call) installs the confirmer and a :class:`ConfirmationTrail` with
 :func:`confirming`; the pipeline appends one :class:`ConfirmationStep` per summary it put to a
 confirmation (by hash, never the text or the answer's free text), which the caller records in its audit
@@ -31,6 +35,7 @@ __all__ = [
     "CONFIRMATION_TIMEOUT",
     "CONFIRMATION_UNAVAILABLE",
     "Answer",
+    "CodeCollector",
     "ConfirmationMode",
     "ConfirmationStep",
     "ConfirmationTrail",
@@ -49,8 +54,21 @@ CONFIRMATION_UNAVAILABLE = "confirmation_unavailable"
 ConfirmationMode = Literal["token", "elicitation"]
 #: What became of one summary put to a confirmation. ``challenged``: a token challenge went to the agent;
 #: ``token``: a valid approval token; ``asked``: the host was asked and the answer is still to come.
+#: ``code_*``: the platform wanted a verification code, and the host was asked for it (the code itself is
+#: never recorded).
 Answer = Literal[
-    "challenged", "token", "asked", "accept", "decline", "cancel", "timeout", "host_error", "unavailable"
+    "challenged",
+    "token",
+    "asked",
+    "accept",
+    "decline",
+    "cancel",
+    "timeout",
+    "host_error",
+    "unavailable",
+    "code_asked",
+    "code_entered",
+    "code_refused",
 ]
 
 
@@ -80,6 +98,15 @@ class Confirmer(Protocol):
 
     async def confirm(self, inp: BookingCreateInput, summary: str, summary_hash: str) -> Confirmed | Refused:
         """:class:`Confirmed` for an accepted ``summary``, else why not (nothing is booked)."""
+        ...
+
+
+@runtime_checkable
+class CodeCollector(Protocol):
+    """A confirmer that can also collect the customer's verification code from the user, past the agent."""
+
+    async def collect_code(self, inp: BookingCreateInput) -> str | Refused:
+        """The code the user entered, else why not (the agent then gets ``requires_verification``)."""
         ...
 
 

@@ -12,6 +12,9 @@
   the summary the retry resolves books;
 * an earlier client: :class:`ElicitingConfirmer` sends the classic in-request ``elicitation/create`` and
   waits for the answer (bounded by a timeout); the pipeline then resolves the facts again;
+* when the platform then wants the customer's verification code and the call carries none, both
+  eliciting confirmers collect it from the user in a second form (``collect_code``): the code goes to the
+  platform and never into the agent's context or the audit log;
 * ``elicitation`` policy with a client that cannot elicit: :class:`RefusingConfirmer`, a Problem saying so
   instead of a token.
 
@@ -42,6 +45,9 @@ from osbp.protocol.problems import ProblemCode, problem
 from osbp.server._sdk import ServerRequestContext
 
 __all__ = [
+    "CODE_KEY",
+    "CODE_MESSAGE",
+    "CODE_SCHEMA",
     "CONFIRM_KEY",
     "CONFIRM_SCHEMA",
     "ConfirmationPolicy",
@@ -97,6 +103,40 @@ _HOST_FAILED = problem(
     "was booked. Route to handoff.request, or retry once the host can show confirmations.",
     retryable=False,
 )
+#: The form for the verification code: one string, entered by the user, never shown to the agent.
+CODE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "code": {
+            "type": "string",
+            "title": "Verification code",
+            "description": "The code the merchant sent to your phone or email.",
+            "minLength": 1,
+        }
+    },
+    "required": ["code"],
+}
+#: The key of the code request among an ``input_required`` result's input requests.
+CODE_KEY = "osbp_verification_code"
+CODE_MESSAGE = (
+    "The merchant needs the verification code it sent you to complete this booking. Enter it here: it goes "
+    "to the merchant only, never to the assistant. If no code has arrived, cancel, and the assistant will "
+    "ask the merchant to send one."
+)
+_NO_CODE = problem(
+    ProblemCode.REQUIRES_VERIFICATION,
+    "The merchant requires a verification code and the user did not enter one when the host asked. If none "
+    "was sent yet, call verification.send; then retry booking.create with the same payload and "
+    "idempotency_key, without verification_code: the host asks the user for it, so it never passes "
+    "through you. Nothing was booked.",
+    retryable=True,
+)
+_ASKED_CODE = problem(
+    ProblemCode.REQUIRES_VERIFICATION,
+    "The user is being asked through the host for the verification code; nothing is booked until they "
+    "enter it.",
+    retryable=True,
+)
 _ASKED = problem(
     ProblemCode.REQUIRES_USER_CONFIRMATION,
     "The user is being asked through the host to confirm this booking; nothing is booked until they accept.",
@@ -111,6 +151,11 @@ def confirmation_message(summary: str) -> str:
 
 def _confirmed(result: ElicitResult) -> bool:
     return result.action == "accept" and (result.content or {}).get("confirm") is True
+
+
+def _entered_code(result: ElicitResult) -> str | None:
+    code = (result.content or {}).get("code") if result.action == "accept" else None
+    return code.strip() if isinstance(code, str) and code.strip() else None
 
 
 def _refusal(result: ElicitResult) -> Refused:
@@ -162,6 +207,21 @@ class ElicitingConfirmer:
             return Confirmed(summary_hash, recheck=True)
         return _refusal(result)
 
+    async def collect_code(self, inp: BookingCreateInput) -> str | Refused:
+        """The verification code the user types into the host's form (it never reaches the agent)."""
+        try:
+            with anyio.fail_after(self._timeout):
+                result = await self._ctx.session.elicit_form(
+                    CODE_MESSAGE, CODE_SCHEMA, related_request_id=self._ctx.request_id
+                )
+        except TimeoutError:
+            return Refused("code_refused", _NO_CODE)
+        except Exception:
+            logger.warning("verification_code_host_failed", exc_info=True)
+            return Refused("code_refused", _NO_CODE)
+        code = _entered_code(result)
+        return code if code is not None else Refused("code_refused", _NO_CODE)
+
 
 class InputRequiredConfirmer:
     """2026-07-28 multi-round-trip: ask in an ``input_required`` result, decide on the client's retry."""
@@ -169,22 +229,41 @@ class InputRequiredConfirmer:
     def __init__(self, params: CallToolRequestParams) -> None:
         self._responses = params.input_responses or {}
         self._state = params.request_state
-        #: The ``input_required`` result to answer instead of the envelope, once :meth:`confirm` asked.
+        #: The ``input_required`` result to answer instead of the envelope, once this asked the user.
         self.pending: InputRequiredResult | None = None
+        #: The summary hash the user accepted, once known in this call.
+        self._accepted: str | None = None
 
-    def _answered(self, payload_hash: str) -> tuple[str, ElicitResult] | None:
-        """The summary hash the retry's answer was given to, and the answer, if it is this payload's."""
-        answer = self._responses.get(CONFIRM_KEY)
-        if self._state is None or not isinstance(answer, ElicitResult):
+    def _sealed(self, payload_hash: str) -> dict[str, Any] | None:
+        """The request state this server sealed in the previous round, if it is this payload's."""
+        if self._state is None:
             return None
         try:
             state = json.loads(self._state)
-            bound, summary_hash = state["payload_hash"], state["summary_hash"]
-        except (ValueError, KeyError, TypeError):
+        except ValueError:
             return None
-        if bound != payload_hash or not isinstance(summary_hash, str):
+        if not isinstance(state, dict) or state.get("payload_hash") != payload_hash:
             return None
-        return summary_hash, answer
+        if not isinstance(state.get("summary_hash"), str):
+            return None
+        return state
+
+    def _answered(self, payload_hash: str) -> tuple[str, ElicitResult] | None:
+        """The summary hash the retry's answer was given to, and the answer, if it is this payload's."""
+        state = self._sealed(payload_hash)
+        if state is None:
+            return None
+        if state.get("accepted") is True:
+            # A round that asked for the code: the user accepted this summary in the round before.
+            return state["summary_hash"], ElicitResult(action="accept", content={"confirm": True})
+        answer = self._responses.get(CONFIRM_KEY)
+        return (state["summary_hash"], answer) if isinstance(answer, ElicitResult) else None
+
+    def _ask(self, key: str, message: str, schema: dict[str, Any], state: dict[str, Any]) -> None:
+        ask = ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
+        self.pending = InputRequiredResult(
+            result_type="input_required", input_requests={key: ask}, request_state=json.dumps(state)
+        )
 
     async def confirm(self, inp: BookingCreateInput, summary: str, summary_hash: str) -> Confirmed | Refused:
         """Confirmed when the retry accepted this very summary; else the user is asked (again)."""
@@ -193,18 +272,25 @@ class InputRequiredConfirmer:
         if answered is not None and not _confirmed(answered[1]):
             return _refusal(answered[1])  # a no stands, whichever summary it answered
         if answered is not None and answered[0] == summary_hash:
+            self._accepted = summary_hash
             return Confirmed(summary_hash, recheck=False)  # the facts were resolved in this very call
         # First call, or the answer was to another summary (the facts changed): ask about this one.
-        state = json.dumps({"payload_hash": payload_hash, "summary_hash": summary_hash})
-        ask = ElicitRequest(
-            params=ElicitRequestFormParams(
-                message=confirmation_message(summary), requested_schema=CONFIRM_SCHEMA
-            )
-        )
-        self.pending = InputRequiredResult(
-            result_type="input_required", input_requests={CONFIRM_KEY: ask}, request_state=state
-        )
+        state = {"payload_hash": payload_hash, "summary_hash": summary_hash}
+        self._ask(CONFIRM_KEY, confirmation_message(summary), CONFIRM_SCHEMA, state)
         return Refused("asked", _ASKED)
+
+    async def collect_code(self, inp: BookingCreateInput) -> str | Refused:
+        """The code the user entered in the previous round, else ask for it (the summary stays accepted)."""
+        answer = self._responses.get(CODE_KEY)
+        if isinstance(answer, ElicitResult):
+            code = _entered_code(answer)
+            return code if code is not None else Refused("code_refused", _NO_CODE)
+        if self._accepted is None:  # pragma: no cover - the pipeline asks for a code only after an accept
+            return Refused("code_refused", _NO_CODE)
+        payload_hash = booking_payload_hash(inp)
+        state = {"payload_hash": payload_hash, "summary_hash": self._accepted, "accepted": True}
+        self._ask(CODE_KEY, CODE_MESSAGE, CODE_SCHEMA, state)
+        return Refused("code_asked", _ASKED_CODE)
 
 
 def _elicits(ctx: ServerRequestContext[Any]) -> bool:

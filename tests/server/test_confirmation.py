@@ -326,3 +326,56 @@ async def test_the_token_policy_keeps_the_token_path_for_a_client_with_elicitati
         envelope = await create(client)
     assert APPROVAL_TOKEN_PATTERN.search(envelope["problem"]["message"])
     assert host.shown == []
+
+
+class CodeHost(Host):
+    """A host whose user confirms, then types ``code`` into the verification form (or cancels it)."""
+
+    def __init__(self, code: str | None) -> None:
+        super().__init__(self._answer)
+        self.code = code
+        self.forms: list[str] = []
+
+    async def __call__(self, context: Any, params: Any) -> ElicitResult | ErrorData:
+        self.forms.append(next(iter(params.requested_schema["properties"])))
+        return await super().__call__(context, params)
+
+    async def _answer(self, message: str) -> ElicitResult:
+        if self.forms[-1] == "confirm":
+            return accept()
+        if self.code is None:
+            return ElicitResult(action="cancel")
+        return ElicitResult(action="accept", content={"code": self.code})
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_verification_code_is_collected_through_the_host_and_never_reaches_the_agent(
+    core: OsbpCore, adapter: MemoryAdapter, audit: AuditLog, audit_path: Path, clock: FixedClock, mode: str
+) -> None:
+    """OSBP spec, Verification (the code travels through the agent only as an accommodation): host form."""
+    adapter.requires_verification = True
+    adapter.sent_codes.append("731942")  # verification.send delivered it to the customer
+    host = CodeHost("731942")
+    async with connected(core, audit, clock, host, mode=mode) as client:
+        envelope = await create(client)
+    assert envelope["ok"] is True
+    assert host.forms == ["confirm", "code"]
+    assert adapter.creates == 1
+    assert "731942" not in str(read_events(audit_path))
+    confirmation = create_events(audit_path)[-1]["confirmation"]
+    assert confirmation["answer"] == "code_entered"
+    assert confirmation["earlier"][-1]["answer"] == "accept"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_no_code_entered_through_the_host_leaves_the_agents_verification_path(
+    core: OsbpCore, adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, mode: str
+) -> None:
+    """OSBP spec, Verification: no code, nothing booked; requires_verification stays retryable."""
+    adapter.requires_verification = True
+    async with connected(core, audit, clock, CodeHost(None), mode=mode) as client:
+        envelope = await create(client)
+    assert envelope["problem"]["code"] == "requires_verification"
+    assert envelope["problem"]["retryable"] is True
+    assert "verification.send" in envelope["problem"]["message"]
+    assert adapter.creates == 0
