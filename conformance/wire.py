@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, TextIO, cast
 
 import anyio
-from mcp.client.session import ClientSession
+from mcp.client.session import ClientSession, ElicitationFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.types import CallToolResult, PaginatedRequestParams, TextContent, Tool
 
@@ -261,8 +261,18 @@ def _stray_line(exc: Exception) -> str:
 
 
 @asynccontextmanager
-async def open_wire(target: ServerTarget, *, call_timeout: float, errlog: IO[str]) -> AsyncIterator[Wire]:
-    """Start the server, complete the MCP handshake, and yield the recording `Wire`."""
+async def open_wire(
+    target: ServerTarget,
+    *,
+    call_timeout: float,
+    errlog: IO[str],
+    elicitation: ElicitationFnT | None = None,
+) -> AsyncIterator[Wire]:
+    """Start the server, complete the MCP handshake, and yield the recording `Wire`.
+
+    With `elicitation` the client declares form elicitation and answers the server's requests with it
+    (the host's UI); without it the client declares none, so the server keeps the token path.
+    """
     if not target.command:
         raise ValueError("the server command is empty")
     params = StdioServerParameters(
@@ -278,7 +288,11 @@ async def open_wire(target: ServerTarget, *, call_timeout: float, errlog: IO[str
         async with (
             stdio_client(params, errlog=cast(TextIO, errlog)) as (read_stream, write_stream),
             ClientSession(
-                read_stream, write_stream, read_timeout_seconds=call_timeout, message_handler=on_message
+                read_stream,
+                write_stream,
+                read_timeout_seconds=call_timeout,
+                message_handler=on_message,
+                elicitation_callback=elicitation,
             ) as session,
         ):
             with anyio.fail_after(call_timeout):
