@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from osbp.conformance import CATALOG, load_fixtures, reference_fixtures_path
-from osbp.conformance.elicitation_checks import CHECK_IDS
 from osbp.conformance.cli import main
+from osbp.conformance.elicitation_checks import CHECK_IDS
 from tests.support.toy import TOY_SERVER
 
 
@@ -49,7 +49,8 @@ def test_osbp_conformance_grades_the_toy_server_pass_with_exit_0(scenario, tmp_p
     # The toy keeps the token path alone: the checks of confirmation through the host are SKIP.
     passed = len(CATALOG) - len(CHECK_IDS)
     assert lines[-1] == f"PASS {passed}/{len(CATALOG)} checks passed (0 failed, {len(CHECK_IDS)} skipped)"
-    check_lines = [line.split()[:2] for line in lines[:-1] if line.startswith("  ")]
+    verdicts = ("  PASS ", "  FAIL ", "  SKIP ")  # a SKIP's reason follows on a deeper line
+    check_lines = [line.split()[:2] for line in lines[:-1] if line.startswith(verdicts)]
     expected = [["SKIP" if check.id in CHECK_IDS else "PASS", check.id] for check in CATALOG]
     assert sorted(check_lines) == sorted(expected)
 
