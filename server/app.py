@@ -50,7 +50,8 @@ and read the policy (payment, deposit, cancellation and no-show fees) back to th
 Then osbp_booking_create without approval: a preflight that books nothing and returns \
 requires_user_confirmation. Show the user only its approval summary, never the approval token or the \
 retry instruction. Ask before booking; only after the user confirms, retry with the same payload and \
-idempotency_key plus approval.
+idempotency_key plus approval. When your host supports elicitation, the server asks the user itself \
+through the host instead: no token comes back, and the call books only on the user's yes there.
 On requires_verification call osbp_verification_send and get the code from the customer out of band; \
 never invent one. Then retry osbp_booking_create with the code, and confirm with osbp_booking_status.
 There is no cancellation tool: a create is irreversible here, so ask rather than book in doubt. Branch on \
