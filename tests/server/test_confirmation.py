@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp.types import ElicitRequestFormParams, ElicitResult, ErrorData
+from mcp.types import ElicitRequestFormParams, ElicitResult, ErrorData, InputRequiredResult
 
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.canonical import sha256_hex
@@ -84,7 +84,7 @@ async def connected(
         confirmation=policy,
         confirmation_timeout=wait_s,
     )
-    async with Client(server, elicitation_callback=host, mode=mode) as client:  # type: ignore[arg-type]
+    async with Client(server, elicitation_callback=host, mode=mode) as client:
         yield client
 
 
@@ -102,7 +102,7 @@ async def token_summary(core: OsbpCore, audit: AuditLog, clock: FixedClock, **ov
         envelope = await create(client, **overrides)
     message = envelope["problem"]["message"]
     assert APPROVAL_TOKEN_PATTERN.search(message)
-    return message.split("\n\n")[1]
+    return str(message.split("\n\n")[1])
 
 
 def create_events(audit_path: Path) -> list[dict[str, Any]]:
@@ -144,7 +144,7 @@ async def test_a_declined_or_dismissed_confirmation_books_nothing_and_is_final(
     action: str,
 ) -> None:
     """OSBP spec, requires_user_confirmation (its terminal form): the user said no, so nothing is booked."""
-    host = answering(ElicitResult(action=action))  # type: ignore[arg-type]
+    host = answering(ElicitResult(action=action))
     async with connected(core, audit, clock, host, mode=mode) as client:
         envelope = await create(client)
     assert envelope["ok"] is False
@@ -264,8 +264,10 @@ async def test_an_answer_bound_to_another_summary_books_nothing_and_asks_again(
             request_state=state,
             allow_input_required=True,
         )
-    assert retry.result_type == "input_required"  # type: ignore[union-attr]
-    [ask] = retry.input_requests.values()  # type: ignore[union-attr]
+    assert isinstance(retry, InputRequiredResult)
+    assert retry.input_requests is not None
+    [ask] = retry.input_requests.values()
+    assert isinstance(ask.params, ElicitRequestFormParams)
     assert "$99.00" in ask.params.message
     assert adapter.creates == 0
 

@@ -40,7 +40,7 @@ class Host:
         assert isinstance(params, ElicitRequestFormParams)
         self.shown.append(params.message)
         content = {"confirm": True} if self.action == "accept" else None
-        return ElicitResult(action=self.action, content=content)  # type: ignore[arg-type]
+        return ElicitResult(action=self.action, content=content)
 
 
 @asynccontextmanager
@@ -64,8 +64,8 @@ async def stdio(
     with (tmp_path / "server.stderr").open("w", encoding="utf-8") as errlog:
         async with Client(
             stdio_client(params, errlog=errlog),
-            elicitation_callback=host,  # type: ignore[arg-type]
-            mode=mode,  # type: ignore[arg-type]
+            elicitation_callback=host,
+            mode=mode,
         ) as client:
             yield client
 
@@ -104,7 +104,7 @@ async def test_a_decline_over_stdio_books_nothing(tmp_path: Path) -> None:
         status = await client.call_tool("osbp_booking_status", {"booking_id": "appt_idem_test_001"})
     assert envelope["problem"]["code"] == "requires_user_confirmation"
     assert envelope["problem"]["retryable"] is False
-    assert status.structured_content["problem"]["code"] == "booking_not_found"  # type: ignore[index]
+    assert status.structured_content["problem"]["code"] == "booking_not_found"
 
 
 async def test_required_elicitation_over_stdio_refuses_a_client_without_it(tmp_path: Path) -> None:
