@@ -281,12 +281,17 @@ class BookingPipeline:
         placed is the one whose summary they accepted (``confirmed``, its hash).
         """
         confirmed: str | None = None
+        refused_placements = 0
         for _round in range(_ROUNDS):
             resolved = offer if offer is not None else await self._adapter.resolve_booking(request)
             outcome = await self._approve_and_place(request, resolved, claim, attempt, confirmed)
             if isinstance(outcome, _Reconfirm):
                 confirmed = outcome.summary_hash
-            elif not isinstance(outcome, _OfferChanged):
+            elif isinstance(outcome, _OfferChanged):
+                refused_placements += 1
+                if refused_placements == _PLACE_ROUNDS:
+                    break
+            else:
                 return outcome
             offer = None  # nothing was booked: the next round resolves the current facts
         return Failure(_KEEPS_CHANGING)
