@@ -270,17 +270,17 @@ CATALOG: tuple[Check, ...] = (
     _c(
         "elicitation.accept_books_once",
         "a confirmation the user accepts through the host books once; its retry replays without asking again",
-        "Security (beyond the spec)",
+        "Security and Privacy Considerations (beyond the spec)",
     ),
     _c(
         "elicitation.decline_books_nothing",
         "a confirmation the user declines through the host books nothing and is not retryable",
-        "Security (beyond the spec)",
+        "Security and Privacy Considerations (beyond the spec)",
     ),
     _c(
         "elicitation.summary_bound",
         "the user is asked through the host to confirm the summary the token path shows for that booking",
-        "Security (beyond the spec)",
+        "Security and Privacy Considerations (beyond the spec)",
     ),
     # The mandate fail-closed matrix: the exact code on the first create call.
     _c("mandate.expired", "an expired mandate fails with mandate_expired", _MANDATE),
