@@ -110,19 +110,6 @@ class Play:
             self.receipt = outcome.receipt
         return outcome
 
-    async def book_through_host(self, slot: dict[str, Any]) -> None:
-        """One booking.create: the server asks the user in the host's dialog; no token, no retry."""
-        assert self.mandate is not None, "grant a mandate first"
-        arguments = create_arguments(self.mandate, self.idempotency_key(), slot, self.vertical.customer)
-        booked = await self.agent.call(
-            "booking.create",
-            arguments,
-            phase="host_confirmation",
-            note="the server asked the user in the host's dialog (MCP elicitation); the user confirmed",
-        )
-        if booked.ok:
-            self.receipt = booked.value
-
     async def status(self) -> None:
         """booking.status of the booked receipt."""
         assert self.receipt is not None, "nothing booked"
@@ -159,8 +146,6 @@ class GalleryScenario:
     #: How the run ends: a booking, none, or the booking's receipt replayed (the trace's happy_path).
     outcome: Outcome
     guardrails: tuple[str, ...] = ()
-    #: Whether the user confirms in the host's dialog (the client declares elicitation).
-    host: bool = False
 
 
 # --- The plays --------------------------------------------------------------------------------------------
@@ -268,13 +253,6 @@ async def _rate_limited(play: Play) -> None:
     await play.status()
 
 
-async def _host_confirmed(play: Play) -> None:
-    play.grant()
-    slot = await play.lookup(play.vertical.service_id)
-    await play.book_through_host(slot)
-    await play.status()
-
-
 #: The play of every name but ``refusal`` (whose play is built from the entry's refusal block).
 PLAYS: dict[PlayName, PlayFn] = {
     "happy": _happy,
@@ -283,7 +261,6 @@ PLAYS: dict[PlayName, PlayFn] = {
     "outside_window": _outside_window,
     "slot_taken": _slot_taken,
     "rate_limited": _rate_limited,
-    "host_confirmed": _host_confirmed,
 }
 
 
@@ -298,7 +275,6 @@ def gallery_scenario(entry: GalleryEntry, vertical: Vertical) -> GalleryScenario
         play=play,
         outcome=entry.outcome,
         guardrails=entry.guardrails,
-        host=entry.play == "host_confirmed",
     )
 
 

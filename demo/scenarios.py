@@ -65,7 +65,6 @@ PlayName = Literal[
     "outside_window",
     "slot_taken",
     "rate_limited",
-    "host_confirmed",
 ]
 
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$")]

@@ -53,7 +53,7 @@ TRUNCATION_RULE = (
     "checks them as an ordered subset and the total count"
 )
 #: The audit event fields a trace keeps (hashes, chain links and the snapshots themselves stay local).
-_AUDIT_FIELDS = ("created_at", "decision", "confirmation", "platform", "upstream")
+_AUDIT_FIELDS = ("created_at", "decision", "platform", "upstream")
 #: The server's addition to the envelope: the step carries it as ``audit_event_id``, not the result.
 _AUDIT_EVENT_ID = "audit_event_id"
 

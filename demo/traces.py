@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from osbp.demo.client import HostDialog, OsbpClient, ServerConfig
+from osbp.demo.client import OsbpClient, ServerConfig
 from osbp.demo.gallery import GALLERY, GALLERY_NOW, GalleryScenario, Play
 from osbp.demo.recorder import AuditTail, RecordingAgent
 from osbp.demo.stack import PlatformControl, running_platform
@@ -141,9 +141,7 @@ async def record_gallery(
 
                     return run
 
-                errlog = workdir / f"{scenario.id}-stderr.log"
-                host = HostDialog() if scenario.host else None
-                jobs.append(ServerJob(config, errlog, [(turn, work())], host=host))
+                jobs.append(ServerJob(config, workdir / f"{scenario.id}-stderr.log", [(turn, work())]))
             await run_in_turns(jobs)
     return {scenario.id: traces[scenario.id] for scenario in scenarios}
 
