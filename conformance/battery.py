@@ -209,8 +209,8 @@ async def run_battery(
             grade_envelopes(grader, wire)
             grade_problem_prose(grader, wire)
             await grade_rejections(probe)
-            await grade_elicitation(probe, target, log)
-            waited = wire.rate_limit_waited
+            hosted_waited = await grade_elicitation(probe, target, log)
+            waited = wire.rate_limit_waited + hosted_waited
     except Exception as exc:  # a server that cannot be driven is a failed grade, not a crash
         if initialized:
             aborted = _describe(exc)

@@ -62,8 +62,11 @@ async def _count(probe: Probe) -> int | None:
     return None if isinstance(count, str) else count
 
 
-async def grade_elicitation(probe: Probe, target: ServerTarget, errlog: IO[str]) -> None:
-    """Grade the three elicitation checks on a second session that declares form elicitation."""
+async def grade_elicitation(probe: Probe, target: ServerTarget, errlog: IO[str]) -> float:
+    """Grade the three elicitation checks on a second session that declares form elicitation.
+
+    Returns the seconds that session waited out rate limits (the run's report counts them too).
+    """
     host = Host()
     async with open_wire(target, call_timeout=probe.call_timeout, errlog=errlog, elicitation=host) as wire:
         hosted = replace(probe, wire=wire)
@@ -79,7 +82,7 @@ async def grade_elicitation(probe: Probe, target: ServerTarget, errlog: IO[str])
             )
             for check_id in CHECK_IDS:
                 probe.grader.skipped(check_id, reason)
-            return
+            return wire.rate_limit_waited
         with probe.grader.check("elicitation.decline_books_nothing"):
             expect(first.ok is False, "a declined confirmation booked", observed=first.describe())
             expect(
@@ -93,6 +96,7 @@ async def grade_elicitation(probe: Probe, target: ServerTarget, errlog: IO[str])
             expect(before == after, "the platform holds a new appointment after a decline")
         await _accept_books_once(hosted, host, service)
         await _summary_bound(probe, hosted, host, service)
+        return wire.rate_limit_waited
 
 
 async def _accept_books_once(hosted: Probe, host: Host, service: str) -> None:
