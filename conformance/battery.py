@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from osbp.conformance.approval_checks import grade_expiry, open_expiry
 from osbp.conformance.booking_checks import grade_bookings
+from osbp.conformance.elicitation_checks import grade_elicitation
 from osbp.conformance.envelope_checks import grade_envelopes, grade_rejections
 from osbp.conformance.fixtures import Fixtures
 from osbp.conformance.grading import CheckResult, Grader, Verdict
@@ -208,7 +209,8 @@ async def run_battery(
             grade_envelopes(grader, wire)
             grade_problem_prose(grader, wire)
             await grade_rejections(probe)
-            waited = wire.rate_limit_waited
+            hosted_waited = await grade_elicitation(probe, target, log)
+            waited = wire.rate_limit_waited + hosted_waited
     except Exception as exc:  # a server that cannot be driven is a failed grade, not a crash
         if initialized:
             aborted = _describe(exc)

@@ -266,6 +266,22 @@ CATALOG: tuple[Check, ...] = (
         "an approval token authorizes nothing new after its booking succeeded",
         "booking.create (beyond the spec)",
     ),
+    # Final confirmation through the host (MCP elicitation): SKIP for a server that keeps the token path.
+    _c(
+        "elicitation.accept_books_once",
+        "a confirmation the user accepts through the host books once; its retry replays without asking again",
+        "Security and Privacy Considerations (beyond the spec)",
+    ),
+    _c(
+        "elicitation.decline_books_nothing",
+        "a confirmation the user declines through the host books nothing and is not retryable",
+        "Security and Privacy Considerations (beyond the spec)",
+    ),
+    _c(
+        "elicitation.summary_bound",
+        "the user is asked through the host to confirm the summary the token path shows for that booking",
+        "Security and Privacy Considerations (beyond the spec)",
+    ),
     # The mandate fail-closed matrix: the exact code on the first create call.
     _c("mandate.expired", "an expired mandate fails with mandate_expired", _MANDATE),
     _c(

@@ -36,6 +36,7 @@ SPEC_ORDER = (
     "handoff.request",
     "Mandate Enforcement",
     "Audit",
+    "Security and Privacy Considerations",
 )
 _BEYOND = " (beyond the spec)"
 _INDENT = "       "

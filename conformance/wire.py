@@ -25,7 +25,7 @@ from typing import IO, Any, TextIO, cast
 
 import anyio
 import httpx2
-from mcp.client.session import ClientSession
+from mcp.client.session import ClientSession, ElicitationFnT
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, PaginatedRequestParams, TextContent, Tool
@@ -273,14 +273,18 @@ def _stray_line(exc: Exception) -> str:
 
 
 @asynccontextmanager
-async def _open_http_wire(target: ServerTarget, url: str, *, call_timeout: float) -> AsyncIterator[Wire]:
+async def _open_http_wire(
+    target: ServerTarget, url: str, *, call_timeout: float, elicitation: ElicitationFnT | None
+) -> AsyncIterator[Wire]:
     """Connect to a running server over Streamable HTTP (with its bearer token), handshake, yield the wire."""
     headers = {"Authorization": f"Bearer {target.token}"} if target.token else {}
     timeout = httpx2.Timeout(call_timeout, read=call_timeout * 2)
     async with (
         httpx2.AsyncClient(headers=headers, timeout=timeout, trust_env=False) as http,
         streamable_http_client(url, http_client=http) as (read_stream, write_stream),
-        ClientSession(read_stream, write_stream, read_timeout_seconds=call_timeout) as session,
+        ClientSession(
+            read_stream, write_stream, read_timeout_seconds=call_timeout, elicitation_callback=elicitation
+        ) as session,
     ):
         with anyio.fail_after(call_timeout):
             await session.initialize()
@@ -288,10 +292,22 @@ async def _open_http_wire(target: ServerTarget, url: str, *, call_timeout: float
 
 
 @asynccontextmanager
-async def open_wire(target: ServerTarget, *, call_timeout: float, errlog: IO[str]) -> AsyncIterator[Wire]:
-    """Start the server (or reach it at its URL), complete the MCP handshake, yield the recording `Wire`."""
+async def open_wire(
+    target: ServerTarget,
+    *,
+    call_timeout: float,
+    errlog: IO[str],
+    elicitation: ElicitationFnT | None = None,
+) -> AsyncIterator[Wire]:
+    """Start the server (or reach it at its URL), complete the MCP handshake, and yield the recording `Wire`.
+
+    With `elicitation` the client declares form elicitation and answers the server's requests with it
+    (the host's UI); without it the client declares none, so the server keeps the token path.
+    """
     if target.url is not None:
-        async with _open_http_wire(target, target.url, call_timeout=call_timeout) as wire:
+        async with _open_http_wire(
+            target, target.url, call_timeout=call_timeout, elicitation=elicitation
+        ) as wire:
             yield wire
         return
     if not target.command:
@@ -309,7 +325,11 @@ async def open_wire(target: ServerTarget, *, call_timeout: float, errlog: IO[str
         async with (
             stdio_client(params, errlog=cast(TextIO, errlog)) as (read_stream, write_stream),
             ClientSession(
-                read_stream, write_stream, read_timeout_seconds=call_timeout, message_handler=on_message
+                read_stream,
+                write_stream,
+                read_timeout_seconds=call_timeout,
+                message_handler=on_message,
+                elicitation_callback=elicitation,
             ) as session,
         ):
             with anyio.fail_after(call_timeout):

@@ -26,7 +26,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from osbp.protocol.tools import mcp_tool_name
 
-__all__ = ["OsbpClient", "ServerConfig", "ToolCall", "TransportViolation", "osbp_server"]
+__all__ = ["HostDialog", "OsbpClient", "ServerConfig", "ToolCall", "TransportViolation", "osbp_server"]
 
 
 class TransportViolation(RuntimeError):
@@ -115,11 +115,32 @@ def _envelope(tool: str, result: types.CallToolResult) -> dict[str, Any]:
     return from_text
 
 
+class HostDialog:
+    """The host's confirmation dialog, played by the demo: shows the user each request and confirms it.
+
+    Given to the client as its elicitation callback, so the client declares form elicitation and the
+    server asks the user through it instead of handing the agent an approval token. ``shown`` holds every
+    message the user saw, in order (the agent never sees them).
+    """
+
+    def __init__(self) -> None:
+        self.shown: list[str] = []
+
+    async def __call__(self, context: Any, params: Any) -> types.ElicitResult | types.ErrorData:
+        """The user reads the message and presses confirm."""
+        if not isinstance(params, types.ElicitRequestFormParams):
+            return types.ErrorData(code=-32602, message="the demo's host shows form dialogs only")
+        self.shown.append(params.message)
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+
 class OsbpClient:
     """Calls OSBP tools by their dotted names over one MCP client session."""
 
-    def __init__(self, session: ClientSession) -> None:
+    def __init__(self, session: ClientSession, host: HostDialog | None = None) -> None:
         self._session = session
+        #: The host dialog the user confirms in, when this client declares elicitation.
+        self.host = host
 
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> ToolCall:
         """Call ``tool`` (dotted name) with flat ``arguments`` and return the checked envelope."""
@@ -129,11 +150,19 @@ class OsbpClient:
 
 
 @asynccontextmanager
-async def osbp_server(config: ServerConfig, errlog: TextIO) -> AsyncIterator[OsbpClient]:
-    """Launch the OSBP MCP server for one organization as a stdio subprocess; stop it on exit."""
+async def osbp_server(
+    config: ServerConfig, errlog: TextIO, host: HostDialog | None = None
+) -> AsyncIterator[OsbpClient]:
+    """Launch the OSBP MCP server for one organization as a stdio subprocess; stop it on exit.
+
+    With ``host`` the client declares form elicitation: the user confirms bookings in that dialog.
+    """
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "osbp.server"], env=config.environment()
     )
-    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+    async with (
+        stdio_client(params, errlog=errlog) as (read, write),
+        ClientSession(read, write, elicitation_callback=host) as session,
+    ):
         await session.initialize()
-        yield OsbpClient(session)
+        yield OsbpClient(session, host)

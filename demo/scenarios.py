@@ -58,7 +58,13 @@ Modality = Literal["in_person", "remote"]
 Outcome = Literal["booking_created", "no_booking_created", "same_receipt_replayed"]
 #: The code that drives a gallery run (:mod:`osbp.demo.gallery` holds one play per name).
 PlayName = Literal[
-    "happy", "wrong_code_first", "idempotent_retry", "refusal", "outside_window", "slot_taken", "rate_limited"
+    "happy",
+    "wrong_code_first",
+    "idempotent_retry",
+    "refusal",
+    "outside_window",
+    "slot_taken",
+    "rate_limited",
 ]
 
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$")]
@@ -115,6 +121,9 @@ class Vertical(_Data):
     over_cap_service_id: Id | None = None
     #: What the user asks for in the coda.
     over_cap_request: Text | None = None
+    #: How the user confirms the booking: the approval token through the agent (the spec's path), or in
+    #: the host's own dialog (MCP elicitation; the agent never holds anything to confirm with).
+    confirmation: Literal["token", "elicitation"] = "token"
 
     @model_validator(mode="after")
     def _consistent(self) -> Vertical:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import anyio
 
-from osbp.demo.client import OsbpClient, ServerConfig, osbp_server
+from osbp.demo.client import HostDialog, OsbpClient, ServerConfig, osbp_server
 
 __all__ = ["ServerJob", "Work", "run_in_turns"]
 
@@ -28,6 +28,8 @@ class ServerJob:
     config: ServerConfig
     errlog: Path
     work: list[tuple[int, Work]] = field(default_factory=list)
+    #: The host dialog of a client that lets the user confirm through the host (elicitation), if any.
+    host: HostDialog | None = None
 
 
 async def run_in_turns(jobs: Sequence[ServerJob], *, ahead: int = 2) -> None:
@@ -47,7 +49,7 @@ async def run_in_turns(jobs: Sequence[ServerJob], *, ahead: int = 2) -> None:
         if warm_up_after >= 0:
             await done[warm_up_after].wait()
         with job.errlog.open("w", encoding="utf-8") as errlog:
-            async with osbp_server(job.config, errlog) as client:
+            async with osbp_server(job.config, errlog, job.host) as client:
                 for turn, step in work:
                     if turn > 0:
                         await done[turn - 1].wait()

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from osbp.demo.client import OsbpClient, ServerConfig, ToolCall
+from osbp.demo.client import HostDialog, OsbpClient, ServerConfig, ToolCall
 from osbp.demo.narration import (
     Narrator,
     money_text,
@@ -125,6 +125,88 @@ def _redacted_steps(steps: Sequence[Step]) -> list[dict[str, Any]]:
     ]
 
 
+async def _confirmed_by_token(
+    run: _Run, vertical: Vertical, agent: RecordingAgent, arguments: dict[str, Any], record: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The spec's path: preflight, the summary the agent shows, the approved retry with the token."""
+    say, expect = run.narrator.say, run.expect
+    outcome = await book(agent, arguments)
+    preflight = _step_of(agent, outcome.preflight)
+    say(
+        "Agent",
+        f"booking.create (preflight, no approval) → {_outcome(outcome.preflight)}; {_write_note(preflight)}.",
+    )
+    gated = outcome.summary is not None
+    expect(gated and not preflight.platform_write, "the approval gate answered before any platform write")
+    if outcome.summary is None:
+        record["problem"] = outcome.preflight.problem
+        return None
+    token = approval_token(outcome.preflight.problem["message"]) or ""
+    run.narrator.block("Approval summary, exactly as the user sees it", outcome.summary)
+    expect(
+        token not in outcome.summary and "approval.token" not in outcome.summary, "no token reaches the user"
+    )
+    record["approval_summary"] = outcome.summary
+    say("User", "Yes, book it.")
+
+    assert outcome.approved is not None  # a challenge with a token always leads to the approved retry
+    approved = _step_of(agent, outcome.approved)
+    say("Agent", f"booking.create (approved retry) → {_outcome(outcome.approved)}; {_write_note(approved)}.")
+    if outcome.verification_send is not None:
+        asked = outcome.approved.problem_code == "requires_verification"
+        expect(asked, "the platform asked to verify the customer")
+        sent = outcome.verification_send
+        say(
+            "Agent",
+            f"verification.send → {'sent by ' + str(sent.value['method']) if sent.ok else _outcome(sent)}.",
+        )
+        say("User", "(reads the 6-digit code on their phone and gives it to the agent)")
+        final = _step_of(agent, outcome.final)
+        say(
+            "Agent",
+            f"booking.create (retry with the code) → {_outcome(outcome.final)}; {_write_note(final)}.",
+        )
+    receipt = outcome.receipt
+    if not expect(receipt is not None, f"{vertical.organization_name}: booked, receipt issued"):
+        record["problem"] = outcome.final.problem
+        return None
+    assert receipt is not None
+    record["receipt"] = receipt
+    return receipt
+
+
+async def _confirmed_by_host(
+    run: _Run,
+    vertical: Vertical,
+    agent: RecordingAgent,
+    client: OsbpClient,
+    arguments: dict[str, Any],
+    record: dict[str, Any],
+) -> dict[str, Any] | None:
+    """The host's path: one booking.create; the server asks the user in the host's dialog (elicitation)."""
+    say, expect = run.narrator.say, run.expect
+    host = client.host
+    assert host is not None  # this vertical's server was started with the demo's host dialog
+    booked = await agent.call(
+        "booking.create", arguments, phase="host_confirmation", note="the user confirms in the host's dialog"
+    )
+    step = _step_of(agent, booked)
+    if expect(len(host.shown) == 1, "the server asked the user through the host (MCP elicitation)"):
+        run.narrator.block(
+            "The host's dialog, exactly as the user sees it (the agent never does)", host.shown[0]
+        )
+        record["approval_summary"] = host.shown[0].split("\n\n", 1)[-1]
+    say("User", "(presses Confirm in the host's dialog)")
+    say("Agent", f"booking.create → {_outcome(booked)}; {_write_note(step)}.")
+    expect("approval" not in arguments, "the agent sent no approval token: it never held one")
+    receipt = booked.value if booked.ok else None
+    if not expect(receipt is not None, f"{vertical.organization_name}: booked, receipt issued"):
+        record["problem"] = booked.problem
+        return None
+    record["receipt"] = receipt
+    return receipt
+
+
 async def _vertical(run: _Run, vertical: Vertical, client: OsbpClient) -> BookingMandate:
     """One vertical's happy path; returns the mandate the user granted (the coda reuses it)."""
     say, expect = run.narrator.say, run.expect
@@ -169,48 +251,12 @@ async def _vertical(run: _Run, vertical: Vertical, client: OsbpClient) -> Bookin
     say("Agent", f"policy.explain → {policy_sentence(policy.value)}")
 
     arguments = create_arguments(mandate, f"idem_demo_{vertical.key}_1", slot, vertical.customer)
-    outcome = await book(agent, arguments)
-    preflight = _step_of(agent, outcome.preflight)
-    say(
-        "Agent",
-        f"booking.create (preflight, no approval) → {_outcome(outcome.preflight)}; {_write_note(preflight)}.",
-    )
-    gated = outcome.summary is not None
-    expect(gated and not preflight.platform_write, "the approval gate answered before any platform write")
-    if outcome.summary is None:
-        record["problem"] = outcome.preflight.problem
+    if vertical.confirmation == "elicitation":
+        receipt = await _confirmed_by_host(run, vertical, agent, client, arguments, record)
+    else:
+        receipt = await _confirmed_by_token(run, vertical, agent, arguments, record)
+    if receipt is None:
         return mandate
-    token = approval_token(outcome.preflight.problem["message"]) or ""
-    run.narrator.block("Approval summary, exactly as the user sees it", outcome.summary)
-    expect(
-        token not in outcome.summary and "approval.token" not in outcome.summary, "no token reaches the user"
-    )
-    record["approval_summary"] = outcome.summary
-    say("User", "Yes, book it.")
-
-    assert outcome.approved is not None  # a challenge with a token always leads to the approved retry
-    approved = _step_of(agent, outcome.approved)
-    say("Agent", f"booking.create (approved retry) → {_outcome(outcome.approved)}; {_write_note(approved)}.")
-    if outcome.verification_send is not None:
-        asked = outcome.approved.problem_code == "requires_verification"
-        expect(asked, "the platform asked to verify the customer")
-        sent = outcome.verification_send
-        say(
-            "Agent",
-            f"verification.send → {'sent by ' + str(sent.value['method']) if sent.ok else _outcome(sent)}.",
-        )
-        say("User", "(reads the 6-digit code on their phone and gives it to the agent)")
-        final = _step_of(agent, outcome.final)
-        say(
-            "Agent",
-            f"booking.create (retry with the code) → {_outcome(outcome.final)}; {_write_note(final)}.",
-        )
-    receipt = outcome.receipt
-    if not expect(receipt is not None, f"{vertical.organization_name}: booked, receipt issued"):
-        record["problem"] = outcome.final.problem
-        return mandate
-    assert receipt is not None
-    record["receipt"] = receipt
     status = await agent.call("booking.status", {"booking_id": receipt["booking_id"]}, phase="status")
     if expect(status.ok and status.value["status"] == "booked", "booking.status reads it back as booked"):
         booking = status.value
@@ -335,8 +381,23 @@ async def run_demo(
                 result,
             )
             mandates: dict[str, BookingMandate] = {}
-            # One server process for every merchant: calls reach their organization by the ids they carry.
-            server = ServerJob(run.config([VERTICALS[key] for key in vertical_keys]), run.errlog("osbp"))
+            # One server process per way of confirming (calls reach their organization by the ids they
+            # carry): the merchants confirmed by token share one, those confirmed in the host's dialog
+            # another, whose client declares elicitation and plays the host's UI.
+            by_mode: dict[bool, list[Vertical]] = {}
+            for key in vertical_keys:
+                by_mode.setdefault(VERTICALS[key].confirmation == "elicitation", []).append(VERTICALS[key])
+            servers = {
+                hosted: ServerJob(
+                    run.config(verticals),
+                    run.errlog("osbp-host" if hosted else "osbp"),
+                    host=HostDialog() if hosted else None,
+                )
+                for hosted, verticals in by_mode.items()
+            }
+
+            def server_of(vertical: Vertical) -> ServerJob:
+                return servers[vertical.confirmation == "elicitation"]
 
             def happy_path(vertical: Vertical) -> Work:
                 async def work(client: OsbpClient) -> None:
@@ -345,7 +406,7 @@ async def run_demo(
                 return work
 
             for turn, key in enumerate(vertical_keys):
-                server.work.append((turn, happy_path(VERTICALS[key])))
+                server_of(VERTICALS[key]).work.append((turn, happy_path(VERTICALS[key])))
             coda = next((VERTICALS[key] for key in vertical_keys if VERTICALS[key].over_cap_service_id), None)
             if coda is not None:
 
@@ -353,8 +414,8 @@ async def run_demo(
                     await _coda(run, coda, mandates[coda.key], client)
 
                 # The coda reuses the vertical's mandate and state on the same server.
-                server.work.append((len(vertical_keys), fail_closed))
-            await run_in_turns([server])
+                server_of(coda).work.append((len(vertical_keys), fail_closed))
+            await run_in_turns(list(servers.values()))
             _show_operator_warning(run)
     narrator.section("Done")
     narrator.say("Demo", f"audit log: {audit_log} (verify it with `osbp audit verify {audit_log}`)")

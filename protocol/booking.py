@@ -17,7 +17,11 @@
    the platform does not know the service, the steps that need no service facts still answer first.
 6. **Bookable**: no fee of unknown amount (fail closed), a provider id, the platform still offers the
    exact slot (else ``slot_taken`` or the unknown id), and a customer with a name and a contact.
-7. **Approval**: the final-confirmation gate on a summary built from the facts just resolved.
+7. **Approval**: the final-confirmation gate on a summary built from the facts just resolved: the
+   approval token (the spec's path), or, when the caller installed a confirmer
+   (:mod:`osbp.protocol.confirmation`), the user's answer through the host to that summary's hash. An
+   answer that came after a wait is checked against the facts resolved again: a changed summary is asked
+   again, and nothing is booked on an answer to another summary.
 8. **Place** through the port (idempotent per key, with the offer's validator when it has one), then
    settle: the receipt and a snapshot of the booking stored under the key, the approval token spent.
    When the platform refuses the placement because the offer's facts changed (the port's
@@ -36,6 +40,14 @@ import anyio
 from osbp.protocol.approval import ApprovalGate, Approved, build_approval_summary, merchant_visible_name
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import Clock
+from osbp.protocol.confirmation import (
+    Answer,
+    CodeCollector,
+    ConfirmationStep,
+    ConfirmationTrail,
+    Refused,
+    current_confirmation,
+)
 from osbp.protocol.contract import AdapterResult, Failure, Success
 from osbp.protocol.idempotency import (
     IDEMPOTENCY_IN_PROGRESS,
@@ -119,6 +131,10 @@ _UNSETTLED = problem(
 
 #: Placements one call tries while the platform keeps answering that the offer's facts just changed.
 _PLACE_ROUNDS = 3
+#: Rounds one call runs in all: the placements, plus a confirmation through the host before each.
+_ROUNDS = 2 * _PLACE_ROUNDS
+#: ``Placing.context["confirmation"]`` of an attempt the user confirmed through the host (no token).
+_ELICITED = "elicitation"
 
 _KEEPS_CHANGING = problem(
     UPSTREAM_UNAVAILABLE,
@@ -133,8 +149,30 @@ class _OfferChanged:
     """The platform refused the placement: a fact the offer's validator covers changed (nothing booked)."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Reconfirm:
+    """The user accepted ``summary_hash`` after a wait: resolve again, book only on the same summary."""
+
+    summary_hash: str
+
+
+def _wants_code(outcome: AdapterResult[Receipt] | _OfferChanged, inp: BookingCreateInput) -> bool:
+    """The platform asked for a verification code the call did not carry."""
+    return (
+        isinstance(outcome, Failure)
+        and outcome.problem.code == ProblemCode.REQUIRES_VERIFICATION
+        and inp.verification_code is None
+    )
+
+
 def _authorizes(inp: BookingCreateInput, placing: Placing) -> bool:
-    """Whether the call carries the approval token that authorized the placed attempt."""
+    """Whether the call may resume the placed attempt: its approval token, or the user confirmed it.
+
+    An attempt the user confirmed through the host resumes on a retry of the same payload (the key binds
+    it), as a token-path attempt does on a retry carrying its token: the user is not asked again.
+    """
+    if placing.context.get("confirmation") == _ELICITED:
+        return True
     return inp.approval is not None and sha256_hex(inp.approval.token) == placing.token_hash
 
 
@@ -237,18 +275,60 @@ class BookingPipeline:
     async def _rounds(
         self, request: BookingRequest, offer: Offer | None, claim: Claimed, attempt: _Attempt
     ) -> AdapterResult[Receipt]:
-        """Check, approve and place; when the platform says the offer's facts changed, resolve again."""
-        for _round in range(_PLACE_ROUNDS):
+        """Check, approve and place; when the platform says the offer's facts changed, resolve again.
+
+        Also resolved again: the facts after the user confirmed them through the host, so the booking
+        placed is the one whose summary they accepted (``confirmed``, its hash).
+        """
+        confirmed: str | None = None
+        refused_placements = 0
+        for _round in range(_ROUNDS):
             resolved = offer if offer is not None else await self._adapter.resolve_booking(request)
-            outcome = await self._approve_and_place(request, resolved, claim, attempt)
-            if not isinstance(outcome, _OfferChanged):
+            outcome = await self._approve_and_place(request, resolved, claim, attempt, confirmed)
+            if isinstance(outcome, _Reconfirm):
+                confirmed = outcome.summary_hash
+            elif isinstance(outcome, _OfferChanged):
+                refused_placements += 1
+                if refused_placements == _PLACE_ROUNDS:
+                    break
+            else:
                 return outcome
             offer = None  # nothing was booked: the next round resolves the current facts
         return Failure(_KEEPS_CHANGING)
 
+    async def _confirm(
+        self, trail: ConfirmationTrail, inp: BookingCreateInput, summary: str, confirmed: str | None
+    ) -> Problem | _Reconfirm | None:
+        """The host path of the gate: ``None`` when the user confirmed exactly this summary."""
+        summary_hash = sha256_hex(summary)
+        if confirmed == summary_hash:
+            return None  # accepted, and the facts resolved again still give the same summary
+        assert trail.confirmer is not None
+        answer = await trail.confirmer.confirm(inp, summary, summary_hash)
+        if isinstance(answer, Refused):
+            step = ConfirmationStep("elicitation", summary_hash, booking_payload_hash(inp), answer.answer)
+            trail.record(step)
+            return answer.problem
+        accepted = answer.summary_hash == summary_hash
+        # An answer bound to another summary confirms nothing: it is recorded and asked again.
+        step_hash = answer.summary_hash if accepted else summary_hash
+        trail.record(
+            ConfirmationStep(
+                "elicitation", step_hash, booking_payload_hash(inp), "accept" if accepted else "asked"
+            )
+        )
+        if not accepted:
+            return _Reconfirm(summary_hash="")
+        return _Reconfirm(summary_hash) if answer.recheck else None
+
     async def _approve_and_place(
-        self, request: BookingRequest, resolved: Offer | Problem, claim: Claimed, attempt: _Attempt
-    ) -> AdapterResult[Receipt] | _OfferChanged:
+        self,
+        request: BookingRequest,
+        resolved: Offer | Problem,
+        claim: Claimed,
+        attempt: _Attempt,
+        confirmed: str | None = None,
+    ) -> AdapterResult[Receipt] | _OfferChanged | _Reconfirm:
         bookable = self._check(request, resolved)
         if isinstance(bookable, Problem):
             return Failure(bookable)
@@ -260,21 +340,58 @@ class BookingPipeline:
             customer_name=bookable.customer_name,
         )
         offer = bookable.offer
-        kept = offer_to_json(offer) if offer.validator is not None else None
-        decision = await self._approvals.aevaluate(request.input, summary, kept)
-        if not isinstance(decision, Approved):
-            return Failure(decision)
         context = {
             "service_name": bookable.service.name,
             "provider_name": bookable.slot.provider_name,
             "schedule_timezone": bookable.slot.schedule_timezone,
         }
+        trail = current_confirmation()
+        if trail is not None and trail.confirmer is not None:
+            refused = await self._confirm(trail, request.input, summary, confirmed)
+            if isinstance(refused, Problem):
+                return Failure(refused)
+            if refused is not None:
+                return refused
+            token = ""  # no token: the placing mark says the user confirmed it
+            context["confirmation"] = _ELICITED
+        else:
+            kept = offer_to_json(offer) if offer.validator is not None else None
+            decision = await self._approvals.aevaluate(request.input, summary, kept)
+            if trail is not None:
+                answer: Answer = "token" if isinstance(decision, Approved) else "challenged"
+                payload_hash = booking_payload_hash(request.input)
+                trail.record(ConfirmationStep("token", sha256_hex(summary), payload_hash, answer))
+            if not isinstance(decision, Approved):
+                return Failure(decision)
+            token = decision.token
         if offer.validator is not None:
             # Kept for a resume after a crash: it re-sends the create on the same approved facts.
             context["offer_validator"] = offer.validator
-        await self._idempotency.amark_placing(claim.lease, decision.token, context)
+        await self._idempotency.amark_placing(claim.lease, token, context)
         placed = replace(request, validator=offer.validator)
-        return await self._place(placed, bookable.customer_name, decision.token, context, claim, attempt)
+        inp = placed.input
+        outcome = await self._place(placed, bookable.customer_name, token, context, claim, attempt)
+        # Typed as object: a confirmer may also collect codes (a second protocol), or not.
+        collector: object = trail.confirmer if trail is not None else None
+        if trail is None or not isinstance(collector, CodeCollector) or not _wants_code(outcome, inp):
+            return outcome
+        code = await self._collect_code(trail, collector, inp)
+        if isinstance(code, Problem):
+            return Failure(code)
+        # The code goes to the platform only: the input the agent sent (and the audit records) has none.
+        coded = replace(placed, input=inp.model_copy(update={"verification_code": code}))
+        return await self._place(coded, bookable.customer_name, token, context, claim, attempt)
+
+    @staticmethod
+    async def _collect_code(
+        trail: ConfirmationTrail, collector: CodeCollector, inp: BookingCreateInput
+    ) -> str | Problem:
+        """The platform wants the verification code: the user enters it through the host."""
+        code = await collector.collect_code(inp)
+        summary_hash = trail.steps[-1].summary_hash if trail.steps else ""
+        answer: Answer = code.answer if isinstance(code, Refused) else "code_entered"
+        trail.record(ConfirmationStep("elicitation", summary_hash, booking_payload_hash(inp), answer))
+        return code.problem if isinstance(code, Refused) else code
 
     async def _resume(
         self, inp: BookingCreateInput, claim: Claimed, placing: Placing, attempt: _Attempt
@@ -287,11 +404,13 @@ class BookingPipeline:
         """
         start_local = check_requested_wall_clock(inp.date, inp.time)
         name = merchant_visible_name(inp.customer)
-        if isinstance(start_local, Problem) or name is None or inp.approval is None:  # it passed when placed
-            attempt.outcome_known = False
+        elicited = placing.context.get("confirmation") == _ELICITED
+        if isinstance(start_local, Problem) or name is None or (inp.approval is None and not elicited):
+            attempt.outcome_known = False  # it passed when placed
             return Failure(_UNSETTLED)
+        token = inp.approval.token if inp.approval is not None and not elicited else ""
         request = BookingRequest(inp, start_local, validator=placing.context.get("offer_validator"))
-        outcome = await self._place(request, name, inp.approval.token, placing.context, claim, attempt)
+        outcome = await self._place(request, name, token, placing.context, claim, attempt)
         if isinstance(outcome, _OfferChanged):
             return await self._rounds(BookingRequest(inp, start_local), None, claim, attempt)
         return outcome

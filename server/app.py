@@ -15,15 +15,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
-from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    InputRequiredResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+)
 
 from osbp import __version__
 from osbp.protocol.clock import Clock
 from osbp.protocol.contract import BookingAdapter
 from osbp.protocol.principal import Principal, acting_for
 from osbp.protocol.schemas import tool_input_schema
+from osbp.protocol.tools import mcp_tool_name
 from osbp.server._sdk import Server, ServerRequestContext
 from osbp.server.audit import AuditLog
+from osbp.server.confirmation import ConfirmationPolicy, confirmer_for
 from osbp.server.dispatch import ToolDispatcher, new_audit_id
 from osbp.server.tools import TOOL_DEFINITIONS, mcp_tools
 
@@ -33,6 +42,9 @@ __all__ = ["INSTRUCTIONS", "SERVER_NAME", "PrincipalOf", "create_server"]
 PrincipalOf: TypeAlias = Callable[[Any], Principal | None]
 
 SERVER_NAME = "osbp"
+#: How long the classic in-request confirmation waits for the user's answer (seconds).
+CONFIRMATION_TIMEOUT_S = 300.0
+_CREATE = mcp_tool_name("booking.create")
 
 #: The canonical flow, for the agent (MCP server instructions).
 INSTRUCTIONS = """\
@@ -42,7 +54,8 @@ and read the policy (payment, deposit, cancellation and no-show fees) back to th
 Then osbp_booking_create without approval: a preflight that books nothing and returns \
 requires_user_confirmation. Show the user only its approval summary, never the approval token or the \
 retry instruction. Ask before booking; only after the user confirms, retry with the same payload and \
-idempotency_key plus approval.
+idempotency_key plus approval. When your host supports elicitation, the server asks the user itself \
+through the host instead: no token comes back, and the call books only on the user's yes there.
 On requires_verification call osbp_verification_send and get the code from the customer out of band; \
 never invent one. Then retry osbp_booking_create with the code, and confirm with osbp_booking_status.
 There is no cancellation tool: a create is irreversible here, so ask rather than book in doubt. Branch on \
@@ -56,10 +69,14 @@ def create_server(
     clock: Clock | None = None,
     new_event_id: Callable[[], str] = new_audit_id,
     principal_of: PrincipalOf | None = None,
+    confirmation: ConfirmationPolicy = "auto",
+    confirmation_timeout: float = CONFIRMATION_TIMEOUT_S,
 ) -> Server[Any]:
     """The MCP server exposing OSBP's eight tools over ``adapter``, auditing into ``audit``.
 
     With ``principal_of`` (remote serving) every call runs for the principal it names for the request.
+    ``confirmation`` says who confirms a booking (:mod:`osbp.server.confirmation`): through the host
+    when the client can elicit (``auto``), only through the host (``elicitation``), or always by token.
     """
     dispatcher = ToolDispatcher(adapter, audit, clock=clock, new_event_id=new_event_id)
     tools = mcp_tools()
@@ -69,17 +86,22 @@ def create_server(
     ) -> ListToolsResult:
         return ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: CallToolRequestParams) -> CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: CallToolRequestParams
+    ) -> CallToolResult | InputRequiredResult:
+        confirmer = None
+        if params.name == _CREATE:
+            confirmer = confirmer_for(ctx, params, confirmation, timeout=confirmation_timeout)
         if principal_of is None:
-            return await dispatcher.call(params.name, params.arguments)
+            return await dispatcher.call(params.name, params.arguments, confirmer=confirmer)
         with acting_for(principal_of(ctx.request)):
-            return await dispatcher.call(params.name, params.arguments)
+            return await dispatcher.call(params.name, params.arguments, confirmer=confirmer)
 
     def input_schema(name: str) -> dict[str, Any] | None:
         definition = TOOL_DEFINITIONS.get(name)
         return tool_input_schema(definition.name) if definition else None
 
-    return Server(
+    server: Server[Any] = Server(
         SERVER_NAME,
         version=__version__,
         title="OSBP (Open Service Booking Protocol)",
@@ -88,3 +110,9 @@ def create_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    # Seals the multi-round-trip confirmation's request state (summary and payload hashes) under a key of
+    # this process, bound to the call's tool and arguments: a client can echo it, not forge or move it.
+    server.middleware.append(
+        RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=SERVER_NAME)
+    )
+    return server

@@ -114,6 +114,8 @@ class AuditRecord(AuditEvent):
     #: SHA-256 of the bearer token's issuer and subject, on a remote call: who acted, without the
     #: identifier itself (a user id is personal data; the hash still links one subject's events).
     subject: str | None = None
+    #: booking.create's final confirmation: mode (token or elicitation), summary and payload hashes, answer.
+    confirmation: dict[str, Any] | None = None
     prev_hash: str
     hash: str
     mac: str | None = None
@@ -135,6 +137,7 @@ class AuditDraft:
     upstream: UpstreamMeta | None = None
     #: The remote caller's :attr:`~osbp.protocol.principal.Principal.subject_hash` (none on stdio).
     subject: str | None = None
+    confirmation: dict[str, Any] | None = None
 
 
 def format_created_at(moment: datetime) -> str:
@@ -261,6 +264,8 @@ class AuditLog:
             "mandate": scrubber.redact(draft.mandate) if draft.mandate is not None else None,
             "decision": draft.decision.model_dump(exclude_none=True),
             "subject": draft.subject,
+            # Hashes and fixed words only: nothing here needs redaction.
+            "confirmation": draft.confirmation,
         }
         return _Snapshot({key: value for key, value in fields.items() if value is not None}, canonical)
 

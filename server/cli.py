@@ -22,6 +22,7 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from functools import partial
 from typing import NoReturn, cast
 
 import anyio
@@ -35,6 +36,7 @@ from osbp.server._sdk import stdio_server
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
 from osbp.server.compose import close_parts, compose
+from osbp.server.confirmation import ConfirmationPolicy
 from osbp.server.logs import configure_logging
 from osbp.server.settings import ServerSettings, describe, nest, settings_of
 from osbp.server.stdin import StdinLines
@@ -112,7 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(parts, str):
         return _fail(parts)
     try:
-        status = anyio.run(serve, parts.adapter, parts.audit, parts.clock)
+        status = anyio.run(
+            partial(serve, confirmation=settings.confirmation), parts.adapter, parts.audit, parts.clock
+        )
     except Exception:
         # A bug, not a configuration problem: one JSON log line with the traceback, then status 1.
         logger.exception("server_crashed")
@@ -155,9 +159,15 @@ async def _stop_on_signals(
             return
 
 
-async def serve(adapter: BookingAdapter, audit: AuditLog, clock: Clock | None = None) -> int:
+async def serve(
+    adapter: BookingAdapter,
+    audit: AuditLog,
+    clock: Clock | None = None,
+    *,
+    confirmation: ConfirmationPolicy = "auto",
+) -> int:
     """Serve MCP over this process's stdio; always closes the adapter and the audit log."""
-    server = create_server(adapter, audit, clock=clock)
+    server = create_server(adapter, audit, clock=clock, confirmation=confirmation)
     try:
         async with anyio.create_task_group() as group:
             await group.start(_stop_on_signals, group.cancel_scope)

@@ -34,10 +34,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import BaseModel, ValidationError
 
 from osbp.protocol.clock import Clock, SystemClock
+from osbp.protocol.confirmation import ConfirmationTrail, Confirmer, confirming
 from osbp.protocol.contract import BookingAdapter, Failure, Success
 from osbp.protocol.models import (
     AvailabilityFindInput,
@@ -59,6 +60,7 @@ from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.tools import tool_spec
 from osbp.protocol.upstream import capture_upstream
 from osbp.server.audit import AuditDraft, AuditLog, Decision
+from osbp.server.confirmation import InputRequiredConfirmer
 from osbp.server.tools import TOOL_DEFINITIONS, dotted_name
 
 __all__ = [
@@ -275,6 +277,16 @@ def _mandate_context(name: ToolName, inp: ToolInput) -> tuple[str | None, dict[s
     return None, None
 
 
+def _confirmation_record(trail: ConfirmationTrail) -> dict[str, Any] | None:
+    """The audit's account of the final confirmation: the last step, and any earlier ones in order."""
+    if not trail.steps:
+        return None
+    record: dict[str, Any] = trail.steps[-1].to_wire()
+    if len(trail.steps) > 1:
+        record["earlier"] = [step.to_wire() for step in trail.steps[:-1]]
+    return record
+
+
 class ToolDispatcher:
     """Runs the eight tools against one adapter and one audit log."""
 
@@ -301,8 +313,15 @@ class ToolDispatcher:
             "handoff.request": self._handoff,
         }
 
-    async def call(self, mcp_name: str, arguments: Mapping[str, Any] | None) -> CallToolResult:
-        """Validate, run, audit and answer one ``tools/call``."""
+    async def call(
+        self, mcp_name: str, arguments: Mapping[str, Any] | None, *, confirmer: Confirmer | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """Validate, run, audit and answer one ``tools/call``.
+
+        ``confirmer`` asks the user to confirm a booking.create through the host
+        (:mod:`osbp.server.confirmation`); without one, the spec's token path. A confirmer that asks in
+        an ``input_required`` result (its ``pending``) has that result answered instead of the envelope.
+        """
         name = dotted_name(mcp_name)
         if name is None:
             logger.info("unknown_tool_called")
@@ -322,11 +341,13 @@ class ToolDispatcher:
         # Shielded: once a call has started, a client disconnect or cancel must not cut it off between the
         # platform's answer and the audit record (a booking created but never audited).
         with anyio.CancelScope(shield=True):
-            result = await self._execute(name, inp)
+            result = await self._execute(name, inp, ConfirmationTrail(confirmer))
+        if isinstance(confirmer, InputRequiredConfirmer) and confirmer.pending is not None:
+            return confirmer.pending  # audited above: the ask, with the summary's hash
         return result
 
-    async def _execute(self, name: ToolName, inp: ToolInput) -> CallToolResult:
-        with capture_upstream() as capture:
+    async def _execute(self, name: ToolName, inp: ToolInput, trail: ConfirmationTrail) -> CallToolResult:
+        with capture_upstream() as capture, confirming(trail):
             outcome = await self._run(name, inp)
         event_id = self._new_event_id()
         envelope = _envelope(outcome, event_id)
@@ -355,6 +376,7 @@ class ToolDispatcher:
             platform=None if name == "handoff.request" else self._adapter.platform,
             upstream=capture.last,
             subject=principal.subject_hash if principal is not None else None,
+            confirmation=_confirmation_record(trail),
         )
         try:
             # Durable (fsynced before the answer) exactly when the call may have changed something.

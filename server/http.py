@@ -200,7 +200,9 @@ def build_app(adapter: BookingAdapter, audit: AuditLog, settings: ServerSettings
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=http.hosts(), allowed_origins=http.origins()
     )
-    server = create_server(adapter, audit, clock=settings.clock(), principal_of=principal_of)
+    server = create_server(
+        adapter, audit, clock=settings.clock(), principal_of=principal_of, confirmation=settings.confirmation
+    )
     manager = StreamableHTTPSessionManager(
         app=server,
         json_response=True,

@@ -182,6 +182,13 @@ class ServerSettings(BaseSettings):
         allow_inf_nan=False,
         description="how long an approval token stays valid after its challenge (default 600: ten minutes)",
     )
+    confirmation: Annotated[
+        Literal["auto", "elicitation", "token"], Setting("OSBP_CONFIRMATION", "--confirmation")
+    ] = Field(
+        default="auto",
+        description="who confirms a booking: auto (through the host when the client can elicit, else the "
+        "approval token), elicitation (only through the host), token (always the approval token)",
+    )
     now: Annotated[AwareDatetime | None, Setting("OSBP_NOW", "--now", _INSTANT, "INSTANT")] = Field(
         default=None,
         description="freeze this process's clock at an RFC 3339 instant; demos, traces and tests only",

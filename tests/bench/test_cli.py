@@ -99,7 +99,8 @@ def test_help_after_a_name_lists_that_benchmarks_flags_only():
         ),
         (
             ["bookit"],
-            "osbp bench: unknown benchmark 'bookit': choose from backend, state, adapter, mcp, loop, remote, demo",
+            "osbp bench: unknown benchmark 'bookit': "
+            "choose from backend, state, adapter, mcp, loop, remote, demo",
         ),
         (
             ["--iterations", "0"],

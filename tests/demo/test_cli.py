@@ -47,6 +47,10 @@ def test_demo_books_four_verticals_and_the_over_cap_booking_is_refused_without_a
     assert "→ price_exceeds_mandate (retryable: False)" in out
     assert "[ok] no platform write: appointments 1 → 1, appointment-create requests 1 → 1" in out
     assert "[ok] the platform asked to verify the customer" in out
+    # Phil's Spa is confirmed in the host's dialog (MCP elicitation), the others through the token.
+    assert out.count("[ok] the server asked the user through the host (MCP elicitation)") == 1
+    assert out.count("Approval summary, exactly as the user sees it") == 3
+    assert "[ok] the agent sent no approval token: it never held one" in out
     assert out.count("Operator: GET /api/organizations/{organization_id}/availability is deprecated") == 1
     assert "approval.token" not in out
     assert "[FAILED]" not in out

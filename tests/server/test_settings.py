@@ -97,6 +97,7 @@ def test_the_flags_are_the_documented_ones_each_naming_its_variable() -> None:
         "--log-level",
         "--adapter",
         "--approval-ttl-seconds",
+        "--confirmation",
         "--now",
         "--transport",
         "--host",
@@ -150,3 +151,25 @@ def test_a_token_lifetime_that_is_not_a_positive_number_is_one_clear_line(
         "invalid configuration: --approval-ttl-seconds / OSBP_APPROVAL_TTL_SECONDS must be a positive number"
         f" of seconds, at most 86400 (a day) (got {value!r})"
     )
+
+
+def test_confirmation_defaults_to_auto_and_reads_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Platform choice (docs/server.md): who confirms a booking is auto unless OSBP_CONFIRMATION says."""
+    monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", URL)
+    monkeypatch.setenv("OSBP_ORGANIZATION_ID", ORG)
+    assert ServerSettings().confirmation == "auto"
+    monkeypatch.setenv("OSBP_CONFIRMATION", "elicitation")
+    assert ServerSettings().confirmation == "elicitation"
+
+
+def test_an_unknown_confirmation_mode_is_one_line_naming_the_choices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Platform choice: a bad --confirmation names the setting and the allowed values, no traceback."""
+    monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", URL)
+    monkeypatch.setenv("OSBP_ORGANIZATION_ID", ORG)
+    monkeypatch.setenv("OSBP_CONFIRMATION", "never")
+    with pytest.raises(ValidationError) as caught:
+        ServerSettings()
+    message = describe(caught.value)
+    assert "OSBP_CONFIRMATION" in message
+    assert "elicitation" in message
+    assert "\n" not in message

@@ -66,6 +66,8 @@ class MemoryAdapter:
     bookings: dict[str, Booking] = field(default_factory=dict)
     creates: int = 0
     calls: list[str] = field(default_factory=list)
+    #: The service's price now (a test changes it to change the approval summary mid-way).
+    price: Money = field(default_factory=lambda: PRICE)
 
     @property
     def platform(self) -> PlatformIdentity:
@@ -96,7 +98,7 @@ class MemoryAdapter:
             id=service_id,
             name=_NAMES[service_id],
             duration="PT60M",
-            price=PRICE,
+            price=self.price,
             requires_consultation=service_id == CONSULTATION,
         )
 
@@ -133,7 +135,7 @@ class MemoryAdapter:
             ends_at=wall_clock_to_instant(end, TIMEZONE),
             starts_at_local=local_start,
             ends_at_local=end,
-            price=PRICE,
+            price=self.price,
         )
 
     @staticmethod

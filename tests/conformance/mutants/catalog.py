@@ -176,6 +176,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "approval.token_spent",
     ),
     _m(
+        "elicited_decline_books",
+        "core",
+        "a confirmation the user declines through the host books anyway",
+        "elicitation.decline_books_nothing",
+    ),
+    _m(
         "token_reusable_after_expiry",
         "core",
         "approval tokens never expire",

@@ -26,7 +26,7 @@ from osbp.protocol.money import fixed_amount
 from osbp.protocol.port import BookingRequest
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.timeutil import parse_wall_clock
-from osbp.server import dispatch
+from osbp.server import confirmation, dispatch
 
 __all__ = ["CORE_MUTANTS", "install"]
 
@@ -315,6 +315,11 @@ def _token_reusable_after_success() -> None:
     _replace(approval.ApprovalGate, "mark_spent", lambda self, token: None)
 
 
+def _elicited_decline_books() -> None:
+    # Any answer the host gives counts as the user's yes.
+    _replace(confirmation, "_confirmed", lambda result: True)
+
+
 def _token_reusable_after_expiry() -> None:
     _replace(approval, "duration_micros", lambda ttl: 10**18)
 
@@ -452,6 +457,7 @@ CORE_MUTANTS: dict[str, Callable[[], None]] = {
     "token_not_bound_to_key": _token_not_bound_to_key,
     "token_not_bound_to_summary": _token_not_bound_to_summary,
     "token_reusable_after_success": _token_reusable_after_success,
+    "elicited_decline_books": _elicited_decline_books,
     "token_reusable_after_expiry": _token_reusable_after_expiry,
     "idempotency_conflict_replays_first_receipt": _conflict_replays_first_receipt,
     "replay_calls_platform": _replay_calls_platform,
