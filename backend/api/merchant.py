@@ -38,25 +38,25 @@ def _act(runtime: Runtime, organization_id: str, appointment_id: str, name: str)
 
 
 @router.post(f"{_PATH}/confirm", response_model=AppointmentOut, responses=_ACTION_PROBLEMS)
-def confirm(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
+def merchant_confirm(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
     """Confirm a pending appointment (the approval queue of consultation services) before its start."""
     return _act(runtime, organization_id, appointment_id, "confirm")
 
 
 @router.post(f"{_PATH}/cancel", response_model=AppointmentOut, responses=_ACTION_PROBLEMS)
-def cancel(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
+def merchant_cancel(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
     """Cancel a pending appointment, or a confirmed one before its end (frees the provider's time)."""
     return _act(runtime, organization_id, appointment_id, "cancel")
 
 
 @router.post(f"{_PATH}/complete", response_model=AppointmentOut, responses=_ACTION_PROBLEMS)
-def complete(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
+def merchant_complete(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
     """Record a started confirmed appointment as completed."""
     return _act(runtime, organization_id, appointment_id, "complete")
 
 
 @router.post(f"{_PATH}/no-show", response_model=AppointmentOut, responses=_ACTION_PROBLEMS)
-def no_show(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
+def merchant_no_show(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
     """Record that the customer of a started confirmed appointment did not come."""
     return _act(runtime, organization_id, appointment_id, "no-show")
 
@@ -73,7 +73,7 @@ def no_show(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> R
         "slot_unavailable",
     ),
 )
-def reschedule(
+def merchant_reschedule(
     organization_id: str, appointment_id: str, body: merchant.Reschedule, runtime: RuntimeDep
 ) -> Response:
     """Move an upcoming appointment to another free start of the same provider, service and location."""

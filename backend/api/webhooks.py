@@ -23,7 +23,7 @@ _ONE = problem_responses("organization_not_found", "webhook_endpoint_not_found")
     response_model=EndpointCreated,
     responses=problem_responses("invalid_request", "webhook_url_not_allowed", "organization_not_found"),
 )
-def register_endpoint(organization_id: str, body: EndpointCreate, runtime: RuntimeDep) -> Response:
+def register_webhook_endpoint(organization_id: str, body: EndpointCreate, runtime: RuntimeDep) -> Response:
     """Register a receiver URL for the organization's appointment events; the answer holds its secret."""
     created = webhook_endpoints.register(
         runtime.db,
@@ -40,14 +40,14 @@ def register_endpoint(organization_id: str, body: EndpointCreate, runtime: Runti
 
 
 @router.get(_PATH, response_model=EndpointList, responses=problem_responses("organization_not_found"))
-def list_endpoints(organization_id: str, runtime: RuntimeDep) -> Response:
+def list_webhook_endpoints(organization_id: str, runtime: RuntimeDep) -> Response:
     """The organization's endpoints, oldest first (no secrets)."""
     found = webhook_endpoints.list_endpoints(runtime.db, organization_id=organization_id)
     return json_response(model_json(found))
 
 
 @router.get(f"{_PATH}/{{endpoint_id}}", response_model=EndpointOut, responses=_ONE)
-def read_endpoint(organization_id: str, endpoint_id: str, runtime: RuntimeDep) -> Response:
+def read_webhook_endpoint(organization_id: str, endpoint_id: str, runtime: RuntimeDep) -> Response:
     """One endpoint (no secret)."""
     found = webhook_endpoints.get_endpoint(
         runtime.db, organization_id=organization_id, endpoint_id=endpoint_id
@@ -56,7 +56,7 @@ def read_endpoint(organization_id: str, endpoint_id: str, runtime: RuntimeDep) -
 
 
 @router.delete(f"{_PATH}/{{endpoint_id}}", status_code=204, responses=_ONE)
-def delete_endpoint(organization_id: str, endpoint_id: str, runtime: RuntimeDep) -> Response:
+def delete_webhook_endpoint(organization_id: str, endpoint_id: str, runtime: RuntimeDep) -> Response:
     """Remove the endpoint; its pending deliveries are abandoned."""
     webhook_endpoints.delete_endpoint(runtime.db, organization_id=organization_id, endpoint_id=endpoint_id)
     return Response(status_code=204)
