@@ -316,19 +316,23 @@ def _document_operation(path: str, operation: dict[str, Any]) -> None:
     default_422 = responses.get("422", {}).get("content", {}).get("application/json", {}).get("schema")
     if default_422 == {"$ref": "#/components/schemas/HTTPValidationError"}:
         del responses["422"]
-    for status, codes in _codes_of(path, operation, responses).items():
+    codes = _codes_of(path, operation, responses)
+    for status, listed in codes.items():
         own_headers = responses.get(status, {}).get("headers", {})
-        responses[status] = _problem_response(codes) | {"headers": own_headers}
-    deprecated = [lifecycle for pattern, lifecycle in DEPRECATIONS if pattern.match(path)]
-    if deprecated:
+        responses[status] = _problem_response(listed) | {"headers": own_headers}
+    lifecycle = [name for pattern, fields in DEPRECATIONS if pattern.match(path) for name in fields]
+    if lifecycle:
         operation["deprecated"] = True
     for status, entry in responses.items():
         if status in {"304", "204"}:
             entry.pop("content", None)
-        names = [*_EDGE_HEADERS, *(name for lifecycle in deprecated for name in lifecycle)]
-        if status == "429":
-            names.append("Retry-After")
-        entry["headers"] = _header_refs(names) | entry.get("headers", {})
+        names = [*_EDGE_HEADERS, *lifecycle, *(["Retry-After"] if status == "429" else [])]
+        headers = _header_refs(names)
+        if "not_found" in codes.get(status, []):
+            # A refused segment holding an encoded '/' no longer matches the endpoint's path, so that one
+            # 404 goes without the lifecycle headers.
+            headers |= {name: {"required": False} | HEADERS[name] for name in lifecycle}
+        entry["headers"] = headers | entry.get("headers", {})
     operation["responses"] = dict(sorted(responses.items()))
     # The edge reads these two on every request: one canonical declaration replaces a route's own.
     own = [p for p in operation.get("parameters", []) if p["name"] not in {VERSION_HEADER, REQUEST_ID_HEADER}]
