@@ -71,6 +71,8 @@ def create_app(
         # Served by `mount_docs` from the app's own assets (FastAPI's defaults load them from a CDN).
         docs_url=None,
         redoc_url=None,
+        # operationId = the route function's name (`create_appointment`): what generated clients call.
+        generate_unique_id_function=lambda route: route.name,
     )
     # The documented contract is the platform's exact behaviour, edge included (`osbp.backend.openapi`).
     app.openapi = lambda: contract(app)  # type: ignore[method-assign]  # FastAPI's documented override hook

@@ -114,7 +114,7 @@ def _on_booked(verb: str, path: str) -> Callable[[TestClient], Any]:
     return lambda client: client.request(verb, path.format(id=_book(client, "15:00")))
 
 
-_REMOTE = {
+_REMOTE: dict[str, Any] = {
     "service_id": "gus_notary_remote_signing",
     "location_id": "gus_notary_online",
     "provider_id": "gus_notary_gus",
@@ -355,7 +355,7 @@ def test_every_operation_with_a_path_parameter_answers_a_refused_segment_as_docu
 
 
 def test_validation_errors_are_documented_as_400_problems_not_422():
-    """RFC 9457 (platform choice): FastAPI's default 422 HTTPValidationError is never sent, so not documented."""
+    """RFC 9457 (platform choice): FastAPI's default 422 HTTPValidationError is never sent: not documented."""
     assert "HTTPValidationError" not in str(DOCUMENT)
     assert "ValidationError" not in DOCUMENT["components"]["schemas"]
     create_422 = DOCUMENT["paths"]["/api/organizations/{organization_id}/appointments"]["post"]["responses"][
