@@ -395,3 +395,14 @@ def test_the_deprecated_endpoint_documents_its_lifecycle_headers():
     assert operation["deprecated"] is True
     for response in operation["responses"].values():
         assert {"Deprecation", "Sunset", "Link"} <= set(response["headers"])
+
+
+def test_an_unexpected_failure_is_answered_as_the_documented_500(client, runtime, monkeypatch):
+    """RFC 9457 (platform choice): a bug is a 500 internal_error problem, as every operation documents."""
+
+    def broken() -> None:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(runtime.db, "read", broken)
+    response = client.get("/api/organizations")
+    _assert_conforms("GET", "/api/organizations", response, 500, "internal_error")
