@@ -220,7 +220,7 @@ def problem_responses(*codes: str) -> dict[int | str, dict[str, Any]]:
 
 
 def _header_refs(names: Iterable[str]) -> dict[str, dict[str, str]]:
-    return {name: {"$ref": f"#/components/headers/{name}"} for name in names if name in HEADERS}
+    return {name: {"$ref": f"#/components/headers/{name}"} for name in names}
 
 
 def answer_headers(status: int, *names: str) -> dict[int | str, dict[str, Any]]:
@@ -331,7 +331,7 @@ def _document_operation(path: str, operation: dict[str, Any]) -> None:
         if "not_found" in codes.get(status, []):
             # A refused segment holding an encoded '/' no longer matches the endpoint's path, so that one
             # 404 goes without the lifecycle headers.
-            headers |= {name: {"required": False} | HEADERS[name] for name in lifecycle}
+            headers |= {name: HEADERS[name] | {"required": False} for name in lifecycle}
         entry["headers"] = headers | entry.get("headers", {})
     operation["responses"] = dict(sorted(responses.items()))
     # The edge reads these two on every request: one canonical declaration replaces a route's own.
