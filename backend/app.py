@@ -16,8 +16,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from osbp.backend.api import ROUTERS
+from osbp.backend.docs_ui import mount_docs
 from osbp.backend.faults import FaultLayer, endpoint_names
 from osbp.backend.headers import PLATFORM_SERVER, PlatformEdge
+from osbp.backend.openapi import contract
 from osbp.backend.paths import PathSegments
 from osbp.backend.problems import Problem, ProblemError, problem_response
 from osbp.backend.retirement import RetiredEndpoints
@@ -80,10 +82,16 @@ def create_app(
         title="Bookwell",
         version=PLATFORM_SERVER.split("/")[1],
         summary="A synthetic merchant booking platform with its own native API (osbp.backend).",
-        docs_url="/docs",
+        # Served by `mount_docs` from the app's own assets (FastAPI's defaults load them from a CDN).
+        docs_url=None,
         redoc_url=None,
+        # operationId = the route function's name (`create_appointment`): what generated clients call.
+        generate_unique_id_function=lambda route: route.name,
     )
+    # The documented contract is the platform's exact behaviour, edge included (`osbp.backend.openapi`).
+    app.openapi = lambda: contract(app)  # type: ignore[method-assign]  # FastAPI's documented override hook
     app.state.runtime = runtime
+    mount_docs(app, title=app.title)
     for router in ROUTERS:
         app.include_router(router)
     if runtime.settings.enable_testing:

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Query
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, model_validator
 from sqlmodel import col, func, select
 
-from osbp.backend.api.deps import RuntimeDep
+from osbp.backend.api.deps import RuntimeDep, problem_responses
 from osbp.backend.appointments import appointment_out
 from osbp.backend.catalog import get_organization, get_provider, get_service, not_found
 from osbp.backend.fault_profile import FaultProfile
@@ -159,7 +159,7 @@ def _iso(epoch: int | float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
 
 
-@router.post("/arm", response_model=Armed)
+@router.post("/arm", response_model=Armed, responses=problem_responses("organization_not_found"))
 def arm(body: ArmRequest, runtime: RuntimeDep) -> Armed:
     """Make the organization's next appointment create fail with `outcome`, once."""
     with runtime.db.read() as session:
@@ -266,7 +266,11 @@ def stats(runtime: RuntimeDep, organization_id: Annotated[str | None, Query(max_
     )
 
 
-@router.post("/service", response_model=Changed)
+@router.post(
+    "/service",
+    response_model=Changed,
+    responses=problem_responses("organization_not_found", "service_not_found"),
+)
 def change_service(body: ServiceChange, runtime: RuntimeDep) -> Changed:
     """Change the given fields of a service (a catalog change: bumps the catalog version)."""
     fields = sorted(body.model_fields_set - {"organization_id", "service_id"})
@@ -278,7 +282,11 @@ def change_service(body: ServiceChange, runtime: RuntimeDep) -> Changed:
     return Changed(id=body.service_id, changed=fields)
 
 
-@router.post("/provider", response_model=Changed)
+@router.post(
+    "/provider",
+    response_model=Changed,
+    responses=problem_responses("organization_not_found", "provider_not_found"),
+)
 def change_provider(body: ProviderChange, runtime: RuntimeDep) -> Changed:
     """Rename a provider (a catalog change: bumps the catalog version)."""
     with runtime.db.write() as session:
@@ -288,7 +296,11 @@ def change_provider(body: ProviderChange, runtime: RuntimeDep) -> Changed:
     return Changed(id=body.provider_id, changed=["name"])
 
 
-@router.post("/appointment-status", response_model=AppointmentOut)
+@router.post(
+    "/appointment-status",
+    response_model=AppointmentOut,
+    responses=problem_responses("organization_not_found", "appointment_not_found"),
+)
 def set_appointment_status(body: AppointmentStatusRequest, runtime: RuntimeDep) -> AppointmentOut:
     """Store `status` on the appointment as is (its native read reports it), for status-mapping checks."""
     with runtime.db.write() as session:

@@ -8,7 +8,7 @@ may wait out the busy timeout) stay `def`, in the thread pool.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header
 from starlette.responses import JSONResponse, Response
@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from osbp.backend import appointments
 from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses, version_pin
 from osbp.backend.idempotency import parse_key
+from osbp.backend.openapi import answer_headers, header_parameter
 from osbp.backend.problems import Problem, ProblemError
 from osbp.backend.runtime import Runtime
 from osbp.backend.wire import AppointmentCreate, AppointmentOut
@@ -34,6 +35,47 @@ _ARMED_DETAIL: dict[str, Problem] = {
         "This booking requires customer verification: send a code, then repeat the create with it.",
         {"channel": "sms"},
     ),
+}
+
+
+#: The create's request headers and examples, as FastAPI cannot state them from the signature.
+CREATE_OPENAPI: dict[str, Any] = {
+    "parameters": [
+        header_parameter(
+            "Idempotency-Key",
+            "1-255 visible ASCII characters (an RFC 8941 quoted string is unquoted first); the same key "
+            "with the same body replays the stored 201.",
+            required=True,
+            pattern="^[!-~]{1,255}$",
+            examples=["create-2026-05-05-jane"],
+        ),
+        header_parameter(
+            "If-Match",
+            'The slot\'s offer_token from availability, quoted (`"ofr_…"`); 412 offer_changed when stale.',
+            required=False,
+            examples=['"ofr_636c30d2c6cfb37f625c1a5425c64884"'],
+        ),
+    ],
+    "requestBody": {
+        "content": {
+            "application/json": {
+                "examples": {
+                    "cleaning": {
+                        "summary": "A cleaning at Carolyn's Dental",
+                        "value": {
+                            "service_id": "carolyns_dental_cleaning",
+                            "location_id": "carolyns_dental_midtown",
+                            "provider_id": "carolyns_dental_dr_reyes",
+                            "date": "2026-05-05",
+                            "time": "09:00",
+                            "customer": {"display_name": "Jane Customer", "phone": "+12125550199"},
+                            "metadata": {"mandate_id": "mnd_2026_05_01_001"},
+                        },
+                    }
+                }
+            }
+        }
+    },
 }
 
 
@@ -61,22 +103,18 @@ def _path(organization_id: str, appointment_id: str) -> str:
         "provider_not_eligible",
         "requires_verification",
         "rate_limited",
-    ),
+    )
+    | answer_headers(201, "Location", "Idempotent-Replayed"),
+    openapi_extra=CREATE_OPENAPI,
 )
 def create_appointment(
     organization_id: str,
     body: AppointmentCreate,
     runtime: RuntimeDep,
-    idempotency_key: Annotated[
-        str | None, Header(alias="Idempotency-Key", description="required; 1-255 visible ASCII characters")
-    ] = None,
-    if_match: Annotated[
-        str | None,
-        Header(
-            alias="If-Match",
-            description='optional: the slot\'s offer_token, quoted ("ofr_…"); 412 offer_changed if stale',
-        ),
-    ] = None,
+    # Both headers are documented by CREATE_OPENAPI: the key as required, though the route reads a
+    # missing one itself to answer 400 idempotency_key_missing rather than a generic validation error.
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", include_in_schema=False)] = None,
+    if_match: Annotated[str | None, Header(alias="If-Match", include_in_schema=False)] = None,
 ) -> Response:
     """Book a slot atomically (exactly once per Idempotency-Key), optionally only at the offer's facts."""
     key = parse_key(idempotency_key)

@@ -26,6 +26,7 @@ from osbp.backend.catalog import (
     service_price,
 )
 from osbp.backend.catalog_cache import catalog_version
+from osbp.backend.openapi import answer_headers
 from osbp.backend.problems import ProblemError
 from osbp.backend.validators import REVISION_HEADER, offer_token
 from osbp.backend.wire import DATE_PATTERN, AvailabilityOut, SlotOut
@@ -45,7 +46,8 @@ router = APIRouter(prefix="/api", tags=["availability"], dependencies=[Depends(v
         "service_not_found",
         "location_not_found",
         "provider_not_found",
-    ),
+    )
+    | answer_headers(200, REVISION_HEADER),
 )
 async def read_availability(
     organization_id: str,

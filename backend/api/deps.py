@@ -1,14 +1,18 @@
-"""What the routes share: the runtime and version-pin dependencies, and rendering a wire model."""
+"""What the routes share: the runtime and version-pin dependencies, and rendering a wire model.
+
+`problem_responses` (the documented problem codes of a route) lives in `osbp.backend.openapi`; it is
+re-exported here beside the other things every route module imports.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import Depends, Header, Request
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from osbp.backend.problems import PROBLEM_MEDIA_TYPE, TITLES
+from osbp.backend.openapi import problem_responses
 from osbp.backend.runtime import Runtime
 
 __all__ = ["RuntimeDep", "json_response", "model_json", "model_response", "problem_responses", "version_pin"]
@@ -31,16 +35,6 @@ async def version_pin(
     ] = None,
 ) -> None:
     """Declare the version pin in the OpenAPI document (the edge middleware enforces it)."""
-
-
-def problem_responses(*codes: str) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` entries for the problem codes a route may return."""
-    responses: dict[int | str, dict[str, Any]] = {}
-    for code in codes:
-        status, _title = TITLES[code]
-        entry = responses.setdefault(status, {"description": "", "content": {PROBLEM_MEDIA_TYPE: {}}})
-        entry["description"] = ", ".join(filter(None, [entry["description"], code]))
-    return responses
 
 
 def model_response(model: BaseModel) -> Response:

@@ -33,6 +33,7 @@ from osbp.backend.catalog import (
 )
 from osbp.backend.catalog_cache import catalog_revision, catalog_version
 from osbp.backend.models import Organization
+from osbp.backend.openapi import answer_headers, not_modified
 from osbp.backend.runtime import Runtime
 from osbp.backend.validators import REVISION_HEADER, entity_tag, matches_any
 from osbp.backend.wire import OrganizationList, OrganizationOut, ServiceList, ServiceOut
@@ -45,6 +46,10 @@ IfNoneMatch = Annotated[
     str | None,
     Header(alias="If-None-Match", description="an ETag from an earlier answer: 304 while it still matches"),
 ]
+
+
+#: What every catalog read answers besides its problems: validators on the 200, and the 304.
+_VALIDATED = answer_headers(200, "ETag", REVISION_HEADER) | not_modified()
 
 
 def _conditional(body: bytes, version: str, if_none_match: str | None) -> Response:
@@ -67,7 +72,7 @@ def _cached(
     return _conditional(body, catalog_version(session), if_none_match)
 
 
-@router.get("/organizations", response_model=OrganizationList)
+@router.get("/organizations", response_model=OrganizationList, responses=_VALIDATED)
 async def list_organizations(runtime: RuntimeDep, if_none_match: IfNoneMatch = None) -> Response:
     """Every organization on the platform."""
     with runtime.db.read() as session:
@@ -83,7 +88,7 @@ async def list_organizations(runtime: RuntimeDep, if_none_match: IfNoneMatch = N
 @router.get(
     "/organizations/{organization_id}",
     response_model=OrganizationOut,
-    responses=problem_responses("organization_not_found"),
+    responses=problem_responses("organization_not_found") | _VALIDATED,
 )
 async def read_organization(
     organization_id: str, runtime: RuntimeDep, if_none_match: IfNoneMatch = None
@@ -104,7 +109,7 @@ async def read_organization(
 @router.get(
     "/organizations/{organization_id}/services",
     response_model=ServiceList,
-    responses=problem_responses("organization_not_found"),
+    responses=problem_responses("organization_not_found") | _VALIDATED,
 )
 async def list_services(
     organization_id: str, runtime: RuntimeDep, if_none_match: IfNoneMatch = None
@@ -124,7 +129,7 @@ async def list_services(
 @router.get(
     "/organizations/{organization_id}/services/{service_id}",
     response_model=ServiceOut,
-    responses=problem_responses("organization_not_found", "service_not_found"),
+    responses=problem_responses("organization_not_found", "service_not_found") | _VALIDATED,
 )
 async def read_service(
     organization_id: str, service_id: str, runtime: RuntimeDep, if_none_match: IfNoneMatch = None

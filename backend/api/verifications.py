@@ -26,6 +26,24 @@ router = APIRouter(prefix="/api", tags=["verification"], dependencies=[Depends(v
         "organization_not_found",
         "verification_send_limited",
     ),
+    openapi_extra={
+        "requestBody": {
+            "content": {
+                "application/json": {
+                    "examples": {
+                        "sms": {
+                            "summary": "A code by SMS for a Gus' Notary booking",
+                            "value": {
+                                "purpose": "booking:gus_notary",
+                                "channel": "sms",
+                                "phone": "+12125550142",
+                            },
+                        }
+                    }
+                }
+            }
+        }
+    },
 )
 def send_verification(organization_id: str, body: VerificationSend, runtime: RuntimeDep) -> Response:
     """Send a 6-digit code (expires in 10 minutes; the create consumes it)."""

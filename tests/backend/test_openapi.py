@@ -1,0 +1,408 @@
+"""The OpenAPI document states exactly what the platform does, and every documented answer happens.
+
+`PROVOKE` is the table of every route-specific (operation, status, code) the document lists, each with a
+way to make the platform answer it; the edge's answers (unsupported_version, rate_limited, not_found for
+a refused path segment) are driven on every operation generically. Each answer is checked against the
+document: status, `code`, body schema and required headers. A documented answer missing from the table,
+or a table row the document does not list, fails `test_the_table_covers_exactly_the_documented_answers`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import schemathesis
+from fastapi.testclient import TestClient
+
+from osbp.backend.app import create_app
+from osbp.backend.openapi import EDGE_CODES
+from tests.support.bookwell import DAY, booking, create, make_settings
+
+ORG = "carolyns_dental"
+ORG_URL = f"/api/organizations/{ORG}"
+GUS = "/api/organizations/gus_notary"
+NOPE = "/api/organizations/nope"
+# A path template's parameters filled with seed ids (the edge answers before any lookup).
+_FILLED = {"organization_id": ORG, "service_id": "carolyns_dental_cleaning", "appointment_id": "apt_none"}
+_GENERIC = {*EDGE_CODES, "not_found"}
+
+
+def _document(app: Any) -> dict[str, Any]:
+    document: dict[str, Any] = app.openapi()
+    return document
+
+
+def _operations(document: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(method.upper(), path) for path, item in document["paths"].items() for method in item]
+
+
+def _documented(document: dict[str, Any]) -> set[tuple[str, str, int, str | None]]:
+    """Every (method, path, status, code) the document lists; `code` is None for a success."""
+    found: set[tuple[str, str, int, str | None]] = set()
+    for method, path in _operations(document):
+        for status, response in document["paths"][path][method.lower()]["responses"].items():
+            problem = response.get("content", {}).get("application/problem+json")
+            if problem is None:
+                found.add((method, path, int(status), None))
+                continue
+            for code in problem["schema"]["allOf"][1]["properties"]["code"]["enum"]:
+                found.add((method, path, int(status), code))
+    return found
+
+
+def _key() -> dict[str, str]:
+    _key.counter += 1  # type: ignore[attr-defined]
+    return {"Idempotency-Key": f"provoke-{_key.counter}"}  # type: ignore[attr-defined]
+
+
+_key.counter = 0  # type: ignore[attr-defined]
+
+
+def _book(client: TestClient, time: str = "10:00") -> str:
+    response = create(client, ORG, booking(time=time), key=_key()["Idempotency-Key"])
+    assert response.status_code == 201, response.text
+    appointment_id: str = response.json()["id"]
+    return appointment_id
+
+
+def _etag(client: TestClient, url: str) -> dict[str, str]:
+    return {"If-None-Match": client.get(url).headers["ETag"]}
+
+
+def _post_create(body: dict[str, Any], *, org: str = ORG_URL, **headers: str) -> Callable[[TestClient], Any]:
+    return lambda client: client.post(f"{org}/appointments", json=body, headers=_key() | headers)
+
+
+def _send(body: dict[str, Any], org: str = GUS) -> Callable[[TestClient], Any]:
+    return lambda client: client.post(f"{org}/verifications", json=body)
+
+
+def _reused(client: TestClient) -> Any:
+    headers = _key()
+    client.post(f"{ORG_URL}/appointments", json=booking(time="11:00"), headers=headers)
+    return client.post(f"{ORG_URL}/appointments", json=booking(time="11:15"), headers=headers)
+
+
+def _slot_taken(client: TestClient) -> Any:
+    _book(client, "12:00")
+    return client.post(f"{ORG_URL}/appointments", json=booking(time="12:00"), headers=_key())
+
+
+def _send_limited(client: TestClient) -> Any:
+    body = {"purpose": "booking:gus_notary", "phone": "+12125550142"}
+    for _ in range(5):
+        assert client.post(f"{GUS}/verifications", json=body).status_code == 202
+    return client.post(f"{GUS}/verifications", json=body)
+
+
+def _cancelled_twice(client: TestClient) -> Any:
+    appointment_id = _book(client, "13:00")
+    client.post(f"{ORG_URL}/appointments/{appointment_id}/cancel")
+    return client.post(f"{ORG_URL}/appointments/{appointment_id}/cancel")
+
+
+def _no_show(client: TestClient) -> Any:
+    appointment_id = _book(client, "14:00")
+    client.post("/_testing/clock", json={"now": f"{DAY}T18:30:00Z"})  # 14:30 in New York: started
+    return client.post(f"{ORG_URL}/appointments/{appointment_id}/no-show")
+
+
+def _on_booked(verb: str, path: str) -> Callable[[TestClient], Any]:
+    return lambda client: client.request(verb, path.format(id=_book(client, "15:00")))
+
+
+_REMOTE: dict[str, Any] = {
+    "service_id": "gus_notary_remote_signing",
+    "location_id": "gus_notary_online",
+    "provider_id": "gus_notary_gus",
+}
+_STATUS_BODY = {"organization_id": ORG, "booking_id": "apt_none", "status": "cancelled"}
+_TESTING_SERVICE = {"organization_id": ORG, "service_id": "carolyns_dental_cleaning", "name": "Cleaning"}
+_TESTING_PROVIDER = {"organization_id": ORG, "provider_id": "carolyns_dental_dr_reyes", "name": "Dr. R."}
+_AVAILABILITY = f"{ORG_URL}/availability?service_id=carolyns_dental_cleaning&date={DAY}"
+_ORGS = "/api/organizations"
+_ORG_T = "/api/organizations/{organization_id}"
+_APT_T = _ORG_T + "/appointments/{appointment_id}"
+
+#: (method, path template, status, code) -> how to make the platform answer it.
+PROVOKE: dict[tuple[str, str, int, str | None], Callable[[TestClient], Any]] = {
+    ("GET", _ORGS, 200, None): lambda c: c.get(_ORGS),
+    ("GET", _ORGS, 304, None): lambda c: c.get(_ORGS, headers=_etag(c, _ORGS)),
+    ("GET", _ORG_T, 200, None): lambda c: c.get(ORG_URL),
+    ("GET", _ORG_T, 304, None): lambda c: c.get(ORG_URL, headers=_etag(c, ORG_URL)),
+    ("GET", _ORG_T, 404, "organization_not_found"): lambda c: c.get(NOPE),
+    ("GET", _ORG_T + "/services", 200, None): lambda c: c.get(f"{ORG_URL}/services"),
+    ("GET", _ORG_T + "/services", 304, None): lambda c: c.get(
+        f"{ORG_URL}/services", headers=_etag(c, f"{ORG_URL}/services")
+    ),
+    ("GET", _ORG_T + "/services", 404, "organization_not_found"): lambda c: c.get(f"{NOPE}/services"),
+    ("GET", _ORG_T + "/services/{service_id}", 200, None): lambda c: c.get(
+        f"{ORG_URL}/services/carolyns_dental_cleaning"
+    ),
+    ("GET", _ORG_T + "/services/{service_id}", 304, None): lambda c: c.get(
+        f"{ORG_URL}/services/carolyns_dental_cleaning",
+        headers=_etag(c, f"{ORG_URL}/services/carolyns_dental_cleaning"),
+    ),
+    ("GET", _ORG_T + "/services/{service_id}", 404, "organization_not_found"): lambda c: c.get(
+        f"{NOPE}/services/x"
+    ),
+    ("GET", _ORG_T + "/services/{service_id}", 404, "service_not_found"): lambda c: c.get(
+        f"{ORG_URL}/services/nope"
+    ),
+    ("GET", _ORG_T + "/availability", 200, None): lambda c: c.get(_AVAILABILITY),
+    ("GET", _ORG_T + "/availability", 400, "invalid_request"): lambda c: c.get(
+        f"{ORG_URL}/availability?service_id=carolyns_dental_cleaning&date=2026-02-30"
+    ),
+    ("GET", _ORG_T + "/availability", 404, "organization_not_found"): lambda c: c.get(
+        f"{NOPE}/availability?service_id=x&date={DAY}"
+    ),
+    ("GET", _ORG_T + "/availability", 404, "service_not_found"): lambda c: c.get(
+        f"{ORG_URL}/availability?service_id=nope&date={DAY}"
+    ),
+    ("GET", _ORG_T + "/availability", 404, "location_not_found"): lambda c: c.get(
+        f"{_AVAILABILITY}&location_id=nope"
+    ),
+    ("GET", _ORG_T + "/availability", 404, "provider_not_found"): lambda c: c.get(
+        f"{_AVAILABILITY}&provider_id=nope"
+    ),
+    ("POST", _ORG_T + "/verifications", 202, None): _send(
+        {"purpose": "booking:gus_notary", "phone": "+12125550142"}
+    ),
+    ("POST", _ORG_T + "/verifications", 400, "invalid_request"): _send({}),
+    ("POST", _ORG_T + "/verifications", 400, "invalid_contact"): _send(
+        {"purpose": "booking:gus_notary", "phone": "555"}
+    ),
+    ("POST", _ORG_T + "/verifications", 400, "invalid_purpose"): _send(
+        {"purpose": "booking:other", "phone": "+12125550142"}
+    ),
+    ("POST", _ORG_T + "/verifications", 404, "organization_not_found"): _send(
+        {"purpose": "booking:nope", "phone": "+12125550142"}, NOPE
+    ),
+    ("POST", _ORG_T + "/verifications", 429, "verification_send_limited"): _send_limited,
+    ("POST", _ORG_T + "/appointments", 201, None): _post_create(booking()),
+    ("POST", _ORG_T + "/appointments", 400, "invalid_request"): _post_create({}),
+    ("POST", _ORG_T + "/appointments", 400, "invalid_contact"): _post_create(
+        booking(customer={"display_name": "Jane", "phone": "555"})
+    ),
+    ("POST", _ORG_T + "/appointments", 400, "idempotency_key_missing"): lambda c: create(
+        c, ORG, booking(), key=None
+    ),
+    ("POST", _ORG_T + "/appointments", 400, "verification_failed"): _post_create(
+        booking(**_REMOTE, verification_code="000000"), org=GUS
+    ),
+    ("POST", _ORG_T + "/appointments", 404, "organization_not_found"): _post_create(booking(), org=NOPE),
+    ("POST", _ORG_T + "/appointments", 404, "service_not_found"): _post_create(booking(service_id="nope")),
+    ("POST", _ORG_T + "/appointments", 404, "location_not_found"): _post_create(booking(location_id="nope")),
+    ("POST", _ORG_T + "/appointments", 404, "provider_not_found"): _post_create(booking(provider_id="nope")),
+    ("POST", _ORG_T + "/appointments", 409, "slot_taken"): _slot_taken,
+    ("POST", _ORG_T + "/appointments", 409, "slot_unavailable"): _post_create(booking(time="03:00")),
+    ("POST", _ORG_T + "/appointments", 412, "offer_changed"): _post_create(
+        booking(), **{"If-Match": '"ofr_x"'}
+    ),
+    ("POST", _ORG_T + "/appointments", 422, "idempotency_key_reused"): _reused,
+    ("POST", _ORG_T + "/appointments", 422, "provider_not_eligible"): _post_create(
+        booking(
+            service_id="gus_notary_apostille", location_id="gus_notary_office", provider_id="gus_notary_mina"
+        ),
+        org=GUS,
+    ),
+    ("POST", _ORG_T + "/appointments", 428, "requires_verification"): _post_create(
+        booking(**_REMOTE), org=GUS
+    ),
+    ("GET", _APT_T, 200, None): _on_booked("GET", ORG_URL + "/appointments/{id}"),
+    ("GET", _APT_T, 404, "organization_not_found"): lambda c: c.get(f"{NOPE}/appointments/apt_none"),
+    ("GET", _APT_T, 404, "appointment_not_found"): lambda c: c.get(f"{ORG_URL}/appointments/apt_none"),
+    ("POST", _APT_T + "/cancel", 200, None): _on_booked("POST", ORG_URL + "/appointments/{id}/cancel"),
+    ("POST", _APT_T + "/cancel", 404, "organization_not_found"): lambda c: c.post(
+        f"{NOPE}/appointments/apt_none/cancel"
+    ),
+    ("POST", _APT_T + "/cancel", 404, "appointment_not_found"): lambda c: c.post(
+        f"{ORG_URL}/appointments/apt_none/cancel"
+    ),
+    ("POST", _APT_T + "/cancel", 409, "appointment_not_cancellable"): _cancelled_twice,
+    ("POST", _APT_T + "/no-show", 200, None): _no_show,
+    ("POST", _APT_T + "/no-show", 404, "organization_not_found"): lambda c: c.post(
+        f"{NOPE}/appointments/apt_none/no-show"
+    ),
+    ("POST", _APT_T + "/no-show", 404, "appointment_not_found"): lambda c: c.post(
+        f"{ORG_URL}/appointments/apt_none/no-show"
+    ),
+    ("POST", _APT_T + "/no-show", 409, "appointment_not_cancellable"): _on_booked(
+        "POST", ORG_URL + "/appointments/{id}/no-show"
+    ),
+    ("POST", "/_testing/arm", 200, None): lambda c: c.post(
+        "/_testing/arm", json={"organization_id": ORG, "outcome": "slot_taken"}
+    ),
+    ("POST", "/_testing/arm", 400, "invalid_request"): lambda c: c.post("/_testing/arm", json={}),
+    ("POST", "/_testing/arm", 404, "organization_not_found"): lambda c: c.post(
+        "/_testing/arm", json={"organization_id": "nope", "outcome": "slot_taken"}
+    ),
+    ("GET", "/_testing/outbox", 200, None): lambda c: c.get("/_testing/outbox"),
+    ("GET", "/_testing/outbox", 400, "invalid_request"): lambda c: c.get(
+        "/_testing/outbox", params={"organization_id": "x" * 101}
+    ),
+    ("GET", "/_testing/clock", 200, None): lambda c: c.get("/_testing/clock"),
+    ("POST", "/_testing/clock", 200, None): lambda c: c.post("/_testing/clock", json={"advance_seconds": 1}),
+    ("POST", "/_testing/clock", 400, "invalid_request"): lambda c: c.post("/_testing/clock", json={}),
+    ("POST", "/_testing/reset", 200, None): lambda c: c.post("/_testing/reset"),
+    ("GET", "/_testing/stats", 200, None): lambda c: c.get("/_testing/stats"),
+    ("GET", "/_testing/stats", 400, "invalid_request"): lambda c: c.get(
+        "/_testing/stats", params={"organization_id": "x" * 101}
+    ),
+    ("POST", "/_testing/service", 200, None): lambda c: c.post("/_testing/service", json=_TESTING_SERVICE),
+    ("POST", "/_testing/service", 400, "invalid_request"): lambda c: c.post("/_testing/service", json={}),
+    ("POST", "/_testing/service", 404, "organization_not_found"): lambda c: c.post(
+        "/_testing/service", json=_TESTING_SERVICE | {"organization_id": "nope"}
+    ),
+    ("POST", "/_testing/service", 404, "service_not_found"): lambda c: c.post(
+        "/_testing/service", json=_TESTING_SERVICE | {"service_id": "nope"}
+    ),
+    ("POST", "/_testing/provider", 200, None): lambda c: c.post("/_testing/provider", json=_TESTING_PROVIDER),
+    ("POST", "/_testing/provider", 400, "invalid_request"): lambda c: c.post("/_testing/provider", json={}),
+    ("POST", "/_testing/provider", 404, "organization_not_found"): lambda c: c.post(
+        "/_testing/provider", json=_TESTING_PROVIDER | {"organization_id": "nope"}
+    ),
+    ("POST", "/_testing/provider", 404, "provider_not_found"): lambda c: c.post(
+        "/_testing/provider", json=_TESTING_PROVIDER | {"provider_id": "nope"}
+    ),
+    ("POST", "/_testing/appointment-status", 200, None): lambda c: c.post(
+        "/_testing/appointment-status", json=_STATUS_BODY | {"booking_id": _book(c, "16:00")}
+    ),
+    ("POST", "/_testing/appointment-status", 400, "invalid_request"): lambda c: c.post(
+        "/_testing/appointment-status", json={}
+    ),
+    ("POST", "/_testing/appointment-status", 404, "organization_not_found"): lambda c: c.post(
+        "/_testing/appointment-status", json=_STATUS_BODY | {"organization_id": "nope"}
+    ),
+    ("POST", "/_testing/appointment-status", 404, "appointment_not_found"): lambda c: c.post(
+        "/_testing/appointment-status", json=_STATUS_BODY
+    ),
+    ("GET", "/health", 200, None): lambda c: c.get("/health"),
+}
+
+_APP = create_app(make_settings())
+DOCUMENT = _document(_APP)
+SCHEMA = schemathesis.openapi.from_dict(DOCUMENT)
+OPERATIONS = _operations(DOCUMENT)
+
+
+def _assert_conforms(method: str, path: str, response: Any, status: int, code: str | None) -> None:
+    """The answer is the expected one, and exactly as the document describes it."""
+    assert response.status_code == status, response.text
+    if code is not None:
+        assert response.headers["content-type"] == "application/problem+json"
+        assert response.json()["code"] == code
+    SCHEMA[path][method].validate_response(response)
+    documented = DOCUMENT["paths"][path][method.lower()]["responses"][str(status)]
+    for name, header in documented["headers"].items():
+        resolved = (
+            DOCUMENT["components"]["headers"][header["$ref"].rsplit("/", 1)[1]]
+            if "$ref" in header
+            else header
+        )
+        if resolved["required"]:
+            assert name in response.headers, f"{method} {path} {status} lacks {name}"
+
+
+def _fill(path: str) -> str:
+    return re.sub(r"\{(\w+)\}", lambda match: _FILLED[match[1]], path)
+
+
+def test_the_table_covers_exactly_the_documented_answers():
+    """OpenAPI 3.1: every documented route-specific answer has a way to provoke it, and nothing else does."""
+    documented = {row for row in _documented(DOCUMENT) if row[3] not in _GENERIC}
+    assert set(PROVOKE) == documented
+
+
+@pytest.mark.parametrize("row", list(PROVOKE), ids=lambda row: " ".join(str(part) for part in row))
+def test_every_documented_answer_is_provoked_and_conforms(client, row):
+    """OpenAPI 3.1 (platform choice: the contract is exact): each documented answer happens as documented."""
+    method, path, status, code = row
+    _assert_conforms(method, path, PROVOKE[row](client), status, code)
+
+
+@pytest.mark.parametrize(("method", "path"), OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
+def test_every_operation_answers_an_unknown_version_pin_as_documented(client, method, path):
+    """Platform choice (versioning): an unknown Bookwell-Version is 400 unsupported_version on every route."""
+    response = client.request(method, _fill(path), headers={"Bookwell-Version": "1999-01-01"})
+    _assert_conforms(method, path, response, 400, "unsupported_version")
+    assert response.json()["supported_versions"] == ["2025-10-01", "2026-04-01"]
+
+
+@pytest.mark.parametrize(("method", "path"), OPERATIONS, ids=[f"{m} {p}" for m, p in OPERATIONS])
+def test_every_operation_answers_a_spent_quota_as_documented(method, path):
+    """draft-ietf-httpapi-ratelimit-headers: a spent quota is 429 rate_limited with Retry-After everywhere."""
+    app = create_app(make_settings(rate_limit_quota=1))
+    with TestClient(app) as client:
+        client.get("/health")
+        response = client.request(method, _fill(path))
+    app.state.runtime.db.dispose()
+    _assert_conforms(method, path, response, 429, "rate_limited")
+    assert int(response.headers["Retry-After"]) >= 1
+
+
+_PARAMETRIZED = [(m, p) for m, p in OPERATIONS if "{" in p]
+
+
+@pytest.mark.parametrize(("method", "path"), _PARAMETRIZED, ids=[f"{m} {p}" for m, p in _PARAMETRIZED])
+def test_every_operation_with_a_path_parameter_answers_a_refused_segment_as_documented(client, method, path):
+    """RFC 3986 §3.3: a path parameter holding an encoded slash is 404 not_found, as documented."""
+    response = client.request(method, _fill(path).replace(ORG, "carolyns%2Fdental", 1))
+    _assert_conforms(method, path, response, 404, "not_found")
+
+
+def test_validation_errors_are_documented_as_400_problems_not_422():
+    """RFC 9457 (platform choice): FastAPI's default 422 HTTPValidationError is never sent: not documented."""
+    assert "HTTPValidationError" not in str(DOCUMENT)
+    assert "ValidationError" not in DOCUMENT["components"]["schemas"]
+    create_422 = DOCUMENT["paths"]["/api/organizations/{organization_id}/appointments"]["post"]["responses"][
+        "422"
+    ]
+    assert create_422["description"] == "idempotency_key_reused, provider_not_eligible"
+
+
+def test_the_problem_schema_lists_every_code_and_extension_member():
+    """RFC 9457 §3: the problem+json component has the standard members, Bookwell's code and extensions."""
+    problem = DOCUMENT["components"]["schemas"]["Problem"]
+    assert problem["required"] == ["type", "title", "status", "detail", "code"]
+    assert {"errors", "supported_versions", "field", "reason", "channel", "request_id"} <= set(
+        problem["properties"]
+    )
+    assert "slot_taken" in problem["properties"]["code"]["enum"]
+    assert problem["additionalProperties"] is False
+
+
+def test_the_create_documents_its_idempotency_key_as_required():
+    """IETF httpapi idempotency-key draft: the create's Idempotency-Key header is required."""
+    operation = DOCUMENT["paths"]["/api/organizations/{organization_id}/appointments"]["post"]
+    headers = {p["name"]: p for p in operation["parameters"] if p["in"] == "header"}
+    assert headers["Idempotency-Key"]["required"] is True
+    assert headers["If-Match"]["required"] is False
+    assert set(operation["responses"]["201"]["headers"]) >= {
+        "Location",
+        "Idempotent-Replayed",
+        "X-Request-Id",
+    }
+    assert DOCUMENT["components"]["headers"]["Idempotent-Replayed"]["required"] is False
+
+
+def test_the_deprecated_endpoint_documents_its_lifecycle_headers():
+    """RFC 9745 and RFC 8594: every answer of the deprecated endpoint lists Deprecation, Sunset and Link."""
+    operation = DOCUMENT["paths"]["/api/organizations/{organization_id}/availability"]["get"]
+    assert operation["deprecated"] is True
+    for response in operation["responses"].values():
+        assert {"Deprecation", "Sunset", "Link"} <= set(response["headers"])
+
+
+def test_an_unexpected_failure_is_answered_as_the_documented_500(client, runtime, monkeypatch):
+    """RFC 9457 (platform choice): a bug is a 500 internal_error problem, as every operation documents."""
+
+    def broken() -> None:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(runtime.db, "read", broken)
+    response = client.get("/api/organizations")
+    _assert_conforms("GET", "/api/organizations", response, 500, "internal_error")
