@@ -1,8 +1,8 @@
 """Two `osbp mcp --transport streamable-http` replicas on one shared state store behave as one server.
 
 Each replica is a real subprocess with its own port and audit log; they share the state store (the
-``shared_state`` fixture: a SQLite file here, whose claims serialise with ``BEGIN IMMEDIATE``; other
-stores join as parameters of that fixture). Clients are the SDK's Streamable HTTP client, except where
+``shared_state`` fixture, once per engine: a SQLite file, whose claims serialise with ``BEGIN IMMEDIATE``,
+and a PostgreSQL database, the store replicas on several machines share). Clients are the SDK's Streamable HTTP client, except where
 a replica is killed mid-call and a plain HTTP client observes the broken connection.
 """
 
@@ -29,11 +29,10 @@ CREATE = "osbp_booking_create"
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-@pytest.fixture(params=["sqlite"])
-def shared_state(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
-    """Where every replica keeps the shared OSBP state (the settings that name it)."""
-    assert request.param == "sqlite"
-    return {"OSBP_STATE_PATH": str(tmp_path / "shared" / "osbp.sqlite3")}
+@pytest.fixture
+def shared_state(state_location: str) -> dict[str, str]:
+    """Where every replica keeps the shared OSBP state (the settings that name it), on each engine."""
+    return {"OSBP_STATE_PATH": state_location}
 
 
 @pytest.fixture
