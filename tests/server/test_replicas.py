@@ -2,8 +2,9 @@
 
 Each replica is a real subprocess with its own port and audit log; they share the state store (the
 ``shared_state`` fixture, once per engine: a SQLite file, whose claims serialise with ``BEGIN IMMEDIATE``,
-and a PostgreSQL database, the store replicas on several machines share). Clients are the SDK's Streamable HTTP client, except where
-a replica is killed mid-call and a plain HTTP client observes the broken connection.
+and a PostgreSQL database, the store replicas on several machines share). Clients are the SDK's
+Streamable HTTP client, except where a replica is killed mid-call and a plain HTTP client observes the
+broken connection.
 """
 
 from __future__ import annotations
