@@ -59,14 +59,6 @@ def platform() -> Iterator[PlatformServer]:
         yield server
 
 
-@pytest.fixture
-def testing(platform: PlatformServer) -> Iterator[httpx2.Client]:
-    """The platform's test-only control surface, reset to the seeds."""
-    with httpx2.Client(base_url=platform.base_url, trust_env=False) as client:
-        assert client.post("/_testing/reset").status_code == 200
-        yield client
-
-
 @dataclass
 class Session:
     """One connected stdio server: the client, its files, and every result it returned."""
