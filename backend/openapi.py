@@ -62,6 +62,12 @@ EDGE_CODES = ("unsupported_version", "rate_limited", "internal_error")
 FAULT_CODES = ("bad_gateway", "service_unavailable")
 _UNFAULTED_PREFIX = "/_testing/"
 
+_FIELD: dict[str, Any] = {
+    "type": "string",
+    "description": "The request field at fault.",
+    "examples": ["customer.phone", "body.url"],
+}
+
 #: Extension members a problem may carry, by the code that carries them (name -> JSON Schema).
 EXTENSIONS: dict[str, dict[str, dict[str, Any]]] = {
     "unsupported_version": {
@@ -78,12 +84,12 @@ EXTENSIONS: dict[str, dict[str, dict[str, Any]]] = {
             },
         }
     },
-    "invalid_contact": {"field": {"type": "string", "examples": ["customer.phone"]}},
+    "invalid_contact": {"field": _FIELD},
     "verification_failed": {
         "reason": {"type": "string", "enum": ["mismatch", "expired", "locked", "no_challenge"]}
     },
     "requires_verification": {"channel": {"type": "string", "enum": ["sms", "email"]}},
-    "webhook_url_not_allowed": {"field": {"type": "string", "examples": ["body.url"]}},
+    "webhook_url_not_allowed": {"field": _FIELD},
     "appointment_transition_not_allowed": {
         "action": {
             "type": "string",
