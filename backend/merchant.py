@@ -3,7 +3,7 @@
 Each is one `BEGIN IMMEDIATE` write transaction that checks the appointment's stored status against the
 platform clock, applies the change and queues its webhook event, so the event exists exactly when the
 change committed. What each action accepts (anything else is 409 `appointment_transition_not_allowed`,
-naming the `action` and the appointment's `status`):
+naming the `action` and the appointment's `appointment_status`):
 
     confirm     pending, before its start              -> confirmed
     cancel      pending, or confirmed before its end   -> cancelled
@@ -93,7 +93,8 @@ def _refuse(action: str, appointment: Appointment, now: datetime) -> ProblemErro
         "appointment_transition_not_allowed",
         f"The appointment is {status} (stored {appointment.status}); it cannot be given the merchant action "
         f"{action!r}.",
-        {"action": action, "status": status},
+        # Not `status`: in a problem that member is the HTTP status code (RFC 9457 §3.1.2).
+        {"action": action, "appointment_status": status},
     )
 
 

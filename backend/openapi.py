@@ -9,6 +9,8 @@ it without a line of its own:
 - every operation takes `Bookwell-Version` and `X-Request-Id`, and can answer 400 `unsupported_version`,
   429 `rate_limited` (with `Retry-After`) and 500 `internal_error`; one with a path parameter can answer
   404 `not_found` (a refused path segment), one with a body or query can answer 400 `invalid_request`;
+  one outside the test surface can answer 502 `bad_gateway` and 503 `service_unavailable` (and 500 with
+  an optional `Retry-After`) while a fault profile is in force (`FAULT_CODES`);
 - every response carries `Server`, `X-Request-Id`, `Bookwell-Version`, `RateLimit-Policy` and `RateLimit`,
   and a deprecated endpoint's responses (`headers.DEPRECATIONS`) carry `Deprecation`, `Sunset` and `Link`;
 - every error is `application/problem+json` with the `Problem` schema, its `code` narrowed to the codes
@@ -37,6 +39,7 @@ from osbp.backend.validators import REVISION_HEADER
 __all__ = [
     "EDGE_CODES",
     "EXTENSIONS",
+    "FAULT_CODES",
     "HEADERS",
     "PROBLEM_SCHEMA",
     "answer_headers",
@@ -51,6 +54,19 @@ _EXAMPLE_REQUEST_ID = "5b6f1f8e-3c1d-4d9e-9a55-3c1f2b7e9a10"
 
 #: Problem codes the edge can answer on every operation (`headers.PlatformEdge`).
 EDGE_CODES = ("unsupported_version", "rate_limited", "internal_error")
+
+#: Problem codes a fault profile in force (`--faults`, `/_testing/faults`) answers on every native
+#: operation (`faults.FaultLayer`): documented because a client of a real platform must handle a failing
+#: one. The test surface is never faulted. The fault modes that drop the connection answer nothing, so
+#: there is no response to document for them.
+FAULT_CODES = ("bad_gateway", "service_unavailable")
+_UNFAULTED_PREFIX = "/_testing/"
+
+_FIELD: dict[str, Any] = {
+    "type": "string",
+    "description": "The request field at fault.",
+    "examples": ["customer.phone", "body.url"],
+}
 
 #: Extension members a problem may carry, by the code that carries them (name -> JSON Schema).
 EXTENSIONS: dict[str, dict[str, dict[str, Any]]] = {
@@ -68,11 +84,32 @@ EXTENSIONS: dict[str, dict[str, dict[str, Any]]] = {
             },
         }
     },
-    "invalid_contact": {"field": {"type": "string", "examples": ["customer.phone"]}},
+    "invalid_contact": {"field": _FIELD},
     "verification_failed": {
         "reason": {"type": "string", "enum": ["mismatch", "expired", "locked", "no_challenge"]}
     },
     "requires_verification": {"channel": {"type": "string", "enum": ["sms", "email"]}},
+    "webhook_url_not_allowed": {"field": _FIELD},
+    "appointment_transition_not_allowed": {
+        "action": {
+            "type": "string",
+            "enum": ["confirm", "cancel", "complete", "no-show", "reschedule"],
+            "description": "The merchant action refused, as in the path.",
+        },
+        "appointment_status": {
+            "type": "string",
+            "enum": ["pending", "confirmed", "cancelled", "completed", "no_show"],
+            "description": "The appointment's status as a read shows it.",
+        },
+    },
+    "endpoint_retired": {
+        "sunset": {"type": "string", "format": "date-time", "description": "The instant it was retired."},
+        "successor": {
+            "type": "string",
+            "format": "uri",
+            "description": "Where the replacement is described (the deprecation notice).",
+        },
+    },
 }
 
 #: Example detail and extension members per code, for the document's examples.
@@ -121,6 +158,24 @@ _EXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "rate_limited": ("Request quota spent; retry after the window resets.", {}),
     "verification_send_limited": ("Too many verification messages to this contact; try again later.", {}),
     "internal_error": ("The platform failed unexpectedly; the error was logged.", {}),
+    "webhook_url_not_allowed": (
+        "Webhook URLs must point at loopback (127.0.0.1, ::1 or localhost), not 'example.com'.",
+        {"field": "body.url"},
+    ),
+    "webhook_endpoint_not_found": ("No webhook endpoint 'whe_0000000000000000' at 'carolyns_dental'.", {}),
+    "appointment_transition_not_allowed": (
+        "The appointment is cancelled (stored cancelled); it cannot be given the merchant action 'confirm'.",
+        {"action": "confirm", "appointment_status": "cancelled"},
+    ),
+    "endpoint_retired": (
+        "This endpoint was retired at its announced sunset (2032-10-01T00:00:00Z); use its successor.",
+        {
+            "sunset": "2032-10-01T00:00:00Z",
+            "successor": "https://developer.bookwell.example/deprecations/availability-v1",
+        },
+    ),
+    "bad_gateway": ("The platform is failing (HTTP 502); nothing was done. Retry later.", {}),
+    "service_unavailable": ("The platform is failing (HTTP 503); nothing was done. Retry later.", {}),
 }
 
 _STRING: dict[str, Any] = {"type": "string"}
@@ -170,7 +225,7 @@ HEADERS: dict[str, dict[str, Any]] = {
         "example": "1f0a9c3be2d4-42",
     },
     "Location": {
-        "description": "The created appointment's path.",
+        "description": "The created resource's path (the appointment, the webhook endpoint).",
         "schema": _STRING,
         "example": "/api/organizations/carolyns_dental/appointments/apt_7c1e2b9d04f3a6e1",
     },
@@ -300,6 +355,8 @@ def _codes_of(path: str, operation: dict[str, Any], responses: dict[str, Any]) -
         if _CODES_KEY in entry:
             codes[status] = list(entry.pop(_CODES_KEY))
     edge = list(EDGE_CODES)
+    if not path.startswith(_UNFAULTED_PREFIX):
+        edge.extend(FAULT_CODES)
     if "{" in path:
         edge.append("not_found")
     query = any(parameter.get("in") == "query" for parameter in operation.get("parameters", []))
@@ -328,6 +385,9 @@ def _document_operation(path: str, operation: dict[str, Any]) -> None:
             entry.pop("content", None)
         names = [*_EDGE_HEADERS, *lifecycle, *(["Retry-After"] if status == "429" else [])]
         headers = _header_refs(names)
+        if status in {"500", "502", "503"} and not path.startswith(_UNFAULTED_PREFIX):
+            # A fault rule's error answer carries Retry-After when the rule gives one.
+            headers["Retry-After"] = HEADERS["Retry-After"] | {"required": False}
         if "not_found" in codes.get(status, []):
             # A refused segment holding an encoded '/' no longer matches the endpoint's path, so that one
             # 404 goes without the lifecycle headers.

@@ -46,6 +46,7 @@ router = APIRouter(prefix="/api", tags=["availability"], dependencies=[Depends(v
         "service_not_found",
         "location_not_found",
         "provider_not_found",
+        "endpoint_retired",
     )
     | answer_headers(200, REVISION_HEADER),
 )

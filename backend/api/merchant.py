@@ -19,8 +19,9 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api", tags=["merchant"], dependencies=[Depends(version_pin)])
 
 _PATH = "/organizations/{organization_id}/merchant/appointments/{appointment_id}"
+# No body and no query: nothing to refuse as `invalid_request`.
 _ACTION_PROBLEMS = problem_responses(
-    "invalid_request", "organization_not_found", "appointment_not_found", "appointment_transition_not_allowed"
+    "organization_not_found", "appointment_not_found", "appointment_transition_not_allowed"
 )
 
 

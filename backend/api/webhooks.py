@@ -7,6 +7,7 @@ from starlette.responses import Response
 
 from osbp.backend import webhook_endpoints
 from osbp.backend.api.deps import RuntimeDep, json_response, model_json, problem_responses, version_pin
+from osbp.backend.openapi import answer_headers
 from osbp.backend.webhook_endpoints import EndpointCreate, EndpointCreated, EndpointList, EndpointOut
 
 __all__ = ["router"]
@@ -21,7 +22,8 @@ _ONE = problem_responses("organization_not_found", "webhook_endpoint_not_found")
     _PATH,
     status_code=201,
     response_model=EndpointCreated,
-    responses=problem_responses("invalid_request", "webhook_url_not_allowed", "organization_not_found"),
+    responses=problem_responses("invalid_request", "webhook_url_not_allowed", "organization_not_found")
+    | answer_headers(201, "Location"),
 )
 def register_webhook_endpoint(organization_id: str, body: EndpointCreate, runtime: RuntimeDep) -> Response:
     """Register a receiver URL for the organization's appointment events; the answer holds its secret."""

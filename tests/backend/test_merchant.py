@@ -75,6 +75,9 @@ def test_each_merchant_action_is_allowed_from_exactly_its_statuses(client, store
         assert answer.status_code == 409
         problem = answer.json()
         assert (problem["code"], problem["action"]) == ("appointment_transition_not_allowed", action)
+        # RFC 9457 §3.1.2: `status` stays the HTTP status; the appointment's is a member of its own.
+        read = client.get(f"{API}/appointments/{appointment['id']}").json()
+        assert (problem["status"], problem["appointment_status"]) == (409, read["status"])
         assert answer.headers["content-type"] == "application/problem+json"
     else:
         assert (answer.status_code, answer.json()["status"]) == (200, outcome)

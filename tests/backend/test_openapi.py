@@ -18,7 +18,7 @@ import schemathesis
 from fastapi.testclient import TestClient
 
 from osbp.backend.app import create_app
-from osbp.backend.openapi import EDGE_CODES
+from osbp.backend.openapi import EDGE_CODES, FAULT_CODES
 from tests.support.bookwell import DAY, booking, create, make_settings
 
 ORG = "carolyns_dental"
@@ -26,8 +26,13 @@ ORG_URL = f"/api/organizations/{ORG}"
 GUS = "/api/organizations/gus_notary"
 NOPE = "/api/organizations/nope"
 # A path template's parameters filled with seed ids (the edge answers before any lookup).
-_FILLED = {"organization_id": ORG, "service_id": "carolyns_dental_cleaning", "appointment_id": "apt_none"}
-_GENERIC = {*EDGE_CODES, "not_found"}
+_FILLED = {
+    "organization_id": ORG,
+    "service_id": "carolyns_dental_cleaning",
+    "appointment_id": "apt_none",
+    "endpoint_id": "whe_none",
+}
+_GENERIC = {*EDGE_CODES, *FAULT_CODES, "not_found"}
 
 
 def _document(app: Any) -> dict[str, Any]:
@@ -110,8 +115,81 @@ def _no_show(client: TestClient) -> Any:
     return client.post(f"{ORG_URL}/appointments/{appointment_id}/no-show")
 
 
-def _on_booked(verb: str, path: str) -> Callable[[TestClient], Any]:
-    return lambda client: client.request(verb, path.format(id=_book(client, "15:00")))
+def _on_booked(verb: str, path: str, **body: Any) -> Callable[[TestClient], Any]:
+    return lambda client: client.request(verb, path.format(id=_book(client, "15:00")), json=body or None)
+
+
+_MERCHANT = ORG_URL + "/merchant/appointments/{id}/"
+
+
+def _merchant_on_started(action: str) -> Callable[[TestClient], Any]:
+    """The merchant `action` on a confirmed appointment whose start has passed."""
+
+    def provoke(client: TestClient) -> Any:
+        appointment_id = _book(client, "14:00")
+        client.post("/_testing/clock", json={"now": f"{DAY}T18:30:00Z"})  # 14:30 in New York: started
+        return client.post(_MERCHANT.format(id=appointment_id) + action)
+
+    return provoke
+
+
+def _merchant_on_cancelled(action: str, **body: Any) -> Callable[[TestClient], Any]:
+    """The merchant `action` on an appointment the customer cancelled."""
+
+    def provoke(client: TestClient) -> Any:
+        appointment_id = _book(client, "13:00")
+        client.post(f"{ORG_URL}/appointments/{appointment_id}/cancel")
+        return client.post(_MERCHANT.format(id=appointment_id) + action, json=body or None)
+
+    return provoke
+
+
+def _merchant_on_completed(client: TestClient) -> Any:
+    appointment_id = _book(client, "13:00")
+    client.post(
+        "/_testing/appointment-status",
+        json=_STATUS_BODY | {"booking_id": appointment_id, "status": "completed"},
+    )
+    return client.post(_MERCHANT.format(id=appointment_id) + "cancel")
+
+
+def _reschedule_onto_taken(client: TestClient) -> Any:
+    _book(client, "12:00")
+    moving = _book(client, "13:00")
+    return client.post(_MERCHANT.format(id=moving) + "reschedule", json={"date": DAY, "time": "12:00"})
+
+
+_LOOPBACK_HOOK = {"url": "http://127.0.0.1:9/bookwell-events"}
+
+
+def _register(client: TestClient) -> str:
+    response = client.post(f"{ORG_URL}/webhook-endpoints", json=_LOOPBACK_HOOK)
+    assert response.status_code == 201, response.text
+    endpoint_id: str = response.json()["id"]
+    return endpoint_id
+
+
+def _on_registered(verb: str) -> Callable[[TestClient], Any]:
+    return lambda client: client.request(verb, f"{ORG_URL}/webhook-endpoints/{_register(client)}")
+
+
+def _after_sunset(client: TestClient) -> Any:
+    client.post("/_testing/clock", json={"now": "2032-10-01T00:00:00Z"})
+    return client.get(_AVAILABILITY)
+
+
+def _merchant_rows(
+    action: str, body: dict[str, str] | None = None
+) -> dict[tuple[str, str, int, str | None], Callable[[TestClient], Any]]:
+    """The two 404s every merchant action answers."""
+    return {
+        ("POST", f"{_MERCHANT_T}/{action}", 404, "organization_not_found"): lambda c: c.post(
+            f"{NOPE}/merchant/appointments/apt_none/{action}", json=body
+        ),
+        ("POST", f"{_MERCHANT_T}/{action}", 404, "appointment_not_found"): lambda c: c.post(
+            f"{ORG_URL}/merchant/appointments/apt_none/{action}", json=body
+        ),
+    }
 
 
 _REMOTE: dict[str, Any] = {
@@ -126,6 +204,10 @@ _AVAILABILITY = f"{ORG_URL}/availability?service_id=carolyns_dental_cleaning&dat
 _ORGS = "/api/organizations"
 _ORG_T = "/api/organizations/{organization_id}"
 _APT_T = _ORG_T + "/appointments/{appointment_id}"
+_MERCHANT_T = _ORG_T + "/merchant/appointments/{appointment_id}"
+_HOOKS_T = _ORG_T + "/webhook-endpoints"
+_HOOK_T = _HOOKS_T + "/{endpoint_id}"
+_ERROR_PROFILE = {"rules": [{"mode": "error", "status": 503}]}
 
 #: (method, path template, status, code) -> how to make the platform answer it.
 PROVOKE: dict[tuple[str, str, int, str | None], Callable[[TestClient], Any]] = {
@@ -168,6 +250,7 @@ PROVOKE: dict[tuple[str, str, int, str | None], Callable[[TestClient], Any]] = {
     ("GET", _ORG_T + "/availability", 404, "provider_not_found"): lambda c: c.get(
         f"{_AVAILABILITY}&provider_id=nope"
     ),
+    ("GET", _ORG_T + "/availability", 410, "endpoint_retired"): _after_sunset,
     ("POST", _ORG_T + "/verifications", 202, None): _send(
         {"purpose": "booking:gus_notary", "phone": "+12125550142"}
     ),
@@ -232,6 +315,70 @@ PROVOKE: dict[tuple[str, str, int, str | None], Callable[[TestClient], Any]] = {
     ),
     ("POST", _APT_T + "/no-show", 409, "appointment_not_cancellable"): _on_booked(
         "POST", ORG_URL + "/appointments/{id}/no-show"
+    ),
+    ("POST", _MERCHANT_T + "/confirm", 200, None): _on_booked("POST", _MERCHANT + "confirm"),
+    ("POST", _MERCHANT_T + "/confirm", 409, "appointment_transition_not_allowed"): _merchant_on_cancelled(
+        "confirm"
+    ),
+    **_merchant_rows("confirm"),
+    ("POST", _MERCHANT_T + "/cancel", 200, None): _on_booked("POST", _MERCHANT + "cancel"),
+    ("POST", _MERCHANT_T + "/cancel", 409, "appointment_transition_not_allowed"): _merchant_on_completed,
+    **_merchant_rows("cancel"),
+    ("POST", _MERCHANT_T + "/complete", 200, None): _merchant_on_started("complete"),
+    ("POST", _MERCHANT_T + "/complete", 409, "appointment_transition_not_allowed"): _on_booked(
+        "POST", _MERCHANT + "complete"
+    ),
+    **_merchant_rows("complete"),
+    ("POST", _MERCHANT_T + "/no-show", 200, None): _merchant_on_started("no-show"),
+    ("POST", _MERCHANT_T + "/no-show", 409, "appointment_transition_not_allowed"): _on_booked(
+        "POST", _MERCHANT + "no-show"
+    ),
+    **_merchant_rows("no-show"),
+    ("POST", _MERCHANT_T + "/reschedule", 200, None): _on_booked(
+        "POST", _MERCHANT + "reschedule", date=DAY, time="16:00"
+    ),
+    ("POST", _MERCHANT_T + "/reschedule", 400, "invalid_request"): _on_booked(
+        "POST", _MERCHANT + "reschedule", date=DAY
+    ),
+    ("POST", _MERCHANT_T + "/reschedule", 409, "appointment_transition_not_allowed"): _merchant_on_cancelled(
+        "reschedule", date=DAY, time="16:00"
+    ),
+    ("POST", _MERCHANT_T + "/reschedule", 409, "slot_taken"): _reschedule_onto_taken,
+    ("POST", _MERCHANT_T + "/reschedule", 409, "slot_unavailable"): _on_booked(
+        "POST", _MERCHANT + "reschedule", date=DAY, time="03:00"
+    ),
+    **_merchant_rows("reschedule", {"date": DAY, "time": "16:00"}),
+    ("POST", _HOOKS_T, 201, None): lambda c: c.post(f"{ORG_URL}/webhook-endpoints", json=_LOOPBACK_HOOK),
+    ("POST", _HOOKS_T, 400, "invalid_request"): lambda c: c.post(f"{ORG_URL}/webhook-endpoints", json={}),
+    ("POST", _HOOKS_T, 400, "webhook_url_not_allowed"): lambda c: c.post(
+        f"{ORG_URL}/webhook-endpoints", json={"url": "https://hooks.example.com/bookwell"}
+    ),
+    ("POST", _HOOKS_T, 404, "organization_not_found"): lambda c: c.post(
+        f"{NOPE}/webhook-endpoints", json=_LOOPBACK_HOOK
+    ),
+    ("GET", _HOOKS_T, 200, None): lambda c: c.get(f"{ORG_URL}/webhook-endpoints"),
+    ("GET", _HOOKS_T, 404, "organization_not_found"): lambda c: c.get(f"{NOPE}/webhook-endpoints"),
+    ("GET", _HOOK_T, 200, None): _on_registered("GET"),
+    ("GET", _HOOK_T, 404, "organization_not_found"): lambda c: c.get(f"{NOPE}/webhook-endpoints/whe_none"),
+    ("GET", _HOOK_T, 404, "webhook_endpoint_not_found"): lambda c: c.get(
+        f"{ORG_URL}/webhook-endpoints/whe_none"
+    ),
+    ("DELETE", _HOOK_T, 204, None): _on_registered("DELETE"),
+    ("DELETE", _HOOK_T, 404, "organization_not_found"): lambda c: c.delete(
+        f"{NOPE}/webhook-endpoints/whe_none"
+    ),
+    ("DELETE", _HOOK_T, 404, "webhook_endpoint_not_found"): lambda c: c.delete(
+        f"{ORG_URL}/webhook-endpoints/whe_none"
+    ),
+    ("GET", "/_testing/faults", 200, None): lambda c: c.get("/_testing/faults"),
+    ("PUT", "/_testing/faults", 200, None): lambda c: c.put("/_testing/faults", json=_ERROR_PROFILE),
+    ("PUT", "/_testing/faults", 400, "invalid_request"): lambda c: c.put(
+        "/_testing/faults", json={"rules": [{"mode": "error", "endpoint": "no_such_route"}]}
+    ),
+    ("DELETE", "/_testing/faults", 200, None): lambda c: c.delete("/_testing/faults"),
+    ("GET", "/_testing/webhook-deliveries", 200, None): lambda c: c.get("/_testing/webhook-deliveries"),
+    ("GET", "/_testing/webhook-deliveries", 400, "invalid_request"): lambda c: c.get(
+        "/_testing/webhook-deliveries", params={"appointment_id": "x" * 101}
     ),
     ("POST", "/_testing/arm", 200, None): lambda c: c.post(
         "/_testing/arm", json={"organization_id": ORG, "outcome": "slot_taken"}
@@ -354,6 +501,31 @@ def test_every_operation_with_a_path_parameter_answers_a_refused_segment_as_docu
     _assert_conforms(method, path, response, 404, "not_found")
 
 
+_FAULTABLE = [(m, p) for m, p in OPERATIONS if not p.startswith("/_testing/")]
+_INJECTED = [(500, "internal_error"), (502, "bad_gateway"), (503, "service_unavailable")]
+
+
+@pytest.mark.parametrize(("status", "code"), _INJECTED, ids=[code for _status, code in _INJECTED])
+@pytest.mark.parametrize(("method", "path"), _FAULTABLE, ids=[f"{m} {p}" for m, p in _FAULTABLE])
+def test_every_native_operation_answers_an_injected_failure_as_documented(client, method, path, status, code):
+    """RFC 9110 §15.6 (platform choice: a fault profile's error answer is part of the contract)."""
+    profile = {"rules": [{"mode": "error", "status": status, "retry_after": 7}]}
+    assert client.put("/_testing/faults", json=profile).status_code == 200
+    response = client.request(method, _fill(path))
+    _assert_conforms(method, path, response, status, code)
+    assert response.headers["Retry-After"] == "7"
+    documented = DOCUMENT["paths"][path][method.lower()]["responses"][str(status)]["headers"]
+    assert documented["Retry-After"]["required"] is False
+
+
+def test_the_test_surface_documents_no_injected_failure():
+    """Platform choice: `/_testing/` is never faulted, so its operations list no 502 or 503."""
+    for path, item in DOCUMENT["paths"].items():
+        for operation in item.values():
+            faultable = not path.startswith("/_testing/")
+            assert ({"502", "503"} <= set(operation["responses"])) is faultable, path
+
+
 def test_validation_errors_are_documented_as_400_problems_not_422():
     """RFC 9457 (platform choice): FastAPI's default 422 HTTPValidationError is never sent: not documented."""
     assert "HTTPValidationError" not in str(DOCUMENT)
@@ -368,9 +540,19 @@ def test_the_problem_schema_lists_every_code_and_extension_member():
     """RFC 9457 §3: the problem+json component has the standard members, Bookwell's code and extensions."""
     problem = DOCUMENT["components"]["schemas"]["Problem"]
     assert problem["required"] == ["type", "title", "status", "detail", "code"]
-    assert {"errors", "supported_versions", "field", "reason", "channel", "request_id"} <= set(
-        problem["properties"]
-    )
+    assert {
+        "errors",
+        "supported_versions",
+        "field",
+        "reason",
+        "channel",
+        "request_id",
+        "action",
+        "appointment_status",
+        "sunset",
+        "successor",
+    } <= set(problem["properties"])
+    assert problem["properties"]["status"] == {"type": "integer", "minimum": 400, "maximum": 599}
     assert "slot_taken" in problem["properties"]["code"]["enum"]
     assert problem["additionalProperties"] is False
 

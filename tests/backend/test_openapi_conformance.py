@@ -76,7 +76,10 @@ def test_every_live_answer_matches_the_published_contract(live, method, path, mo
     try:
         answer_conforms()
     finally:
-        # Generated calls to the test surface may have moved the clock, armed a failure or changed the
-        # catalog: back to the seeds, so every operation is fuzzed against the same platform.
+        # Generated calls to the test surface may have moved the clock, armed a failure, changed the
+        # catalog or put a fault profile in force: back to the seeds, so every operation is fuzzed against
+        # the same platform. The test surface is never faulted, so no generated profile can stall this
+        # reset, and every later operation runs with none in force (a fault rule holds 120 s at most).
         if method != "GET" and path.startswith("/_testing/"):
             assert httpx2.post(f"{base_url}/_testing/reset").status_code == 200
+            assert httpx2.get(f"{base_url}/_testing/faults").json()["rules"] == []
