@@ -6,12 +6,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event, text
 
 from osbp.backend.app import create_app
 from osbp.backend.catalog import get_service
 from osbp.backend.runtime import Runtime
+from osbp.backend.settings import BackendSettings
 from tests.support.bookwell import DAY, booking, create, make_settings
 
 ORG = "carolyns_dental"
@@ -21,6 +23,13 @@ AVAILABILITY = (
     "&location_id=carolyns_dental_midtown&provider_id=carolyns_dental_dr_reyes"
 )
 CATALOG_FROM = ("FROM organization", "FROM service", "FROM location", "FROM provider")
+
+
+@pytest.fixture
+def settings() -> BackendSettings:
+    """The default test settings without the webhook worker: its polls, woken by every request, would be
+    counted among a request's own statements."""
+    return make_settings(pause_webhooks=True)
 
 
 @contextmanager
