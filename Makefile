@@ -21,7 +21,20 @@ $(STAMP): pyproject.toml
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
-install: $(STAMP) ## Create .venv and install osbp with its dev extras
+# The tests' TypeScript SDK host (tests/host/ts): its pinned packages, installed where npm exists, again only
+# when its lock file changes. Without npm this is a no-op and the host's tests skip (under CI they fail).
+NPM      ?= npm
+TS_HOST  := tests/host/ts
+TS_STAMP := $(TS_HOST)/node_modules/.osbp-installed
+
+$(TS_STAMP): $(TS_HOST)/package.json $(TS_HOST)/package-lock.json
+	@if command -v $(NPM) >/dev/null 2>&1; then \
+	  cd $(TS_HOST) && $(NPM) ci --prefer-offline --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null \
+	  && touch node_modules/.osbp-installed \
+	  || { echo "npm ci failed in $(TS_HOST): the TypeScript SDK host tests cannot run" >&2; test -z "$$CI"; }; \
+	fi
+
+install: $(STAMP) $(TS_STAMP) ## Create .venv and install osbp with its dev extras (and the TS test host's packages)
 
 lint: install ## Ruff lint and formatting
 	$(BIN)/ruff check .
@@ -60,4 +73,4 @@ mcp: install ## Run the MCP server over stdio (configure with OSBP_* variables)
 	$(BIN)/osbp mcp
 
 clean: ## Remove the virtual environment and caches
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis $(TS_HOST)/node_modules
