@@ -17,9 +17,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
 from osbp.demo.client import OsbpClient, ServerConfig
 from osbp.demo.gallery import GALLERY, GALLERY_NOW, GalleryScenario, Play
-from osbp.demo.recorder import AuditTail, RecordingAgent
+from osbp.demo.recorder import AuditTail, RecordingAgent, RecordingHost, unbound_summaries
 from osbp.demo.stack import PlatformControl, running_platform
 from osbp.demo.trace_format import (
     Trace,
@@ -94,6 +96,11 @@ def _check_claims(scenario: GalleryScenario, trace: Trace) -> None:
     replays = [step for step in trace.steps if (step.result.get("osbp_runtime") or {}).get("idempotency")]
     if scenario.outcome == "same_receipt_replayed" and not replays:
         raise RecordingError(f"{scenario.id}: no step replayed the receipt from the idempotency cache")
+    answers = tuple(
+        exchange["response"].get("action") for step in trace.steps for exchange in step.host_dialog or []
+    )
+    if answers != scenario.host_answers:
+        raise RecordingError(f"{scenario.id}: the host was answered {answers}, not {scenario.host_answers}")
 
 
 async def _record_one(
@@ -103,6 +110,12 @@ async def _record_one(
     agent = RecordingAgent(client, control, scenario.vertical.organization_id, AuditTail(audit_log))
     play = Play(agent=agent, vertical=scenario.vertical, now=now, scenario_id=scenario.id)
     await scenario.play(play)
+    if scenario.host_answers and client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        # The README and the trace say the host was asked in-request; a round-trip client would need its own.
+        raise RecordingError(f"{scenario.id}: the client negotiated {client.protocol_version}")
+    for step in agent.steps:
+        for problem in unbound_summaries(step):
+            raise RecordingError(f"{scenario.id}: {step.tool}: {problem}")
     trace = build_trace(
         name=scenario.id,
         scenario=_scenario_block(scenario, play),
@@ -110,6 +123,7 @@ async def _record_one(
         steps=agent.steps,
         mandate=play.mandate.to_wire() if play.mandate is not None else None,
         receipt=play.receipt,
+        protocol_version=client.protocol_version if scenario.host_answers else None,
     )
     _check_claims(scenario, trace)
     return trace
@@ -141,13 +155,36 @@ async def record_gallery(
 
                     return run
 
-                jobs.append(ServerJob(config, workdir / f"{scenario.id}-stderr.log", [(turn, work())]))
+                # A scenario confirmed through the host gets a client that declares form elicitation.
+                host = RecordingHost(scenario.host_answers) if scenario.host_answers else None
+                errlog = workdir / f"{scenario.id}-stderr.log"
+                jobs.append(ServerJob(config, errlog, [(turn, work())], host=host))
             await run_in_turns(jobs)
     return {scenario.id: traces[scenario.id] for scenario in scenarios}
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _host_paragraph(traces: Sequence[Trace]) -> list[str]:
+    """What the traces confirmed through the host show, and which shape of elicitation they record."""
+    hosted = [trace for trace in traces if any(step.host_dialog for step in trace.steps)]
+    if not hosted:
+        return []
+    names = ", ".join(f"[{trace.name}]({trace.name}.json)" for trace in hosted)
+    versions = ", ".join(sorted({str(trace.recording.get("mcp_protocol_version")) for trace in hosted}))
+    return [
+        f"Confirmed through the host (MCP elicitation): {names}. The client declares form",
+        "elicitation and plays the host's dialog; the booking.create step keeps, in `host_dialog`, the",
+        "request the server sent the user (the summary text and the yes/no form, as sent) and the user's",
+        "answer, and in `audit.confirmation` the mode, the summary and payload hashes (aliased) and the",
+        "answer. The shape recorded is the classic in-request `elicitation/create`, because that is what",
+        f"`make demo`'s client negotiates: the SDK's `initialize` handshake settles on MCP {versions},",
+        "where the server asks while the call is open. The 2026-07-28 `input_required` round trip needs a",
+        "client that negotiates that revision; the demo's does not, and the gallery records what it does.",
+        "",
+    ]
 
 
 def render_index(traces: Sequence[Trace]) -> str:
@@ -163,6 +200,7 @@ def render_index(traces: Sequence[Trace]) -> str:
         "gallery layout (its keys, in its order, with its types) plus extra keys of ours; `docs/demo.md`",
         "describes every field and what the layout does not promise.",
         "",
+        *_host_paragraph(traces),
         "| trace | scenario | claim | guardrails shown |",
         "|---|---|---|---|",
     ]

@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from osbp.demo.gallery import GALLERY
 from osbp.demo.scenarios import VERTICALS
 from osbp.demo.trace_format import dump_trace, load_trace
 from osbp.protocol.contact_shapes import EMAIL_PATTERN, PHONE_PATTERNS
+from osbp.server.confirmation import CONFIRM_SCHEMA, confirmation_message
 from osbp.server.redaction import REDACTED
 from tests.support.paths import GALLERY_DIR, REPO
 
@@ -25,6 +27,7 @@ RAW_SHAPES = {
     "approval token": re.compile(r"apv_[A-Za-z0-9_\-]{8,}"),
     "provider image URL": re.compile(r"https?://images\."),
     "six-digit code": re.compile(r"(?<![\d.:\-])\d{6}(?![\d.:\-])"),
+    "SHA-256 digest (a summary or payload hash)": re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])"),
 }
 #: A server timestamp (audit created_at): only the frozen instant of the trace's clock may appear.
 SERVER_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z")
@@ -79,6 +82,8 @@ def test_no_trace_carries_a_secret_a_contact_or_a_raw_volatile_value(path: Path)
         secret_field = where[-1] in {"token", "verification_code", "phone", "email", "display_name"}
         if (secret_field or where[-1] == "provider_image_url") and "input_sources" not in where:
             assert value == REDACTED, where
+        if where[:2] == ("steps", "host_dialog") and where[-2] == "content" and not isinstance(value, bool):
+            assert value == REDACTED, where  # typed into a host form: a code is a secret
 
 
 #: The upstream OSBP v0.1.0 gallery layout (osbp-dev/osbp, traces/v0.1.0/*.json): each object's keys in
@@ -173,9 +178,76 @@ def test_every_trace_carries_our_extras(path: Path):
             assert {"deprecation", "sunset"} <= set(upstream), f"step {number}"
     if scenario["expected"]["happy_path"] != "no_booking_created":
         phases = [step["phase"] for step in trace["steps"]]
-        assert "approval_preflight" in phases
-        assert "approved_retry" in phases
+        if any("host_dialog" in step for step in trace["steps"]):
+            assert "host_confirmation" in phases  # the user confirmed in the host's dialog instead
+        else:
+            assert "approval_preflight" in phases
+            assert "approved_retry" in phases
         assert trace["receipt"]["booking_id"].startswith("booking_alias_")
+
+
+def _host_traces() -> list[Path]:
+    return [
+        path
+        for path in TRACE_FILES
+        if any("host_dialog" in step for step in json.loads(path.read_text(encoding="utf-8"))["steps"])
+    ]
+
+
+HOST_TRACES = _host_traces()
+
+
+def test_the_gallery_shows_the_host_accepting_and_declining():
+    """MCP elicitation (form mode, response actions): the gallery records an accept and a decline."""
+    answers = {
+        exchange["response"]["action"]
+        for path in HOST_TRACES
+        for step in json.loads(path.read_text(encoding="utf-8"))["steps"]
+        for exchange in step.get("host_dialog", [])
+    }
+    assert answers == {"accept", "decline"}
+    index = (GALLERY_DIR / "README.md").read_text(encoding="utf-8")
+    for path in HOST_TRACES:
+        assert "Confirmed through the host (MCP elicitation): " in index
+        assert f"[{path.stem}]({path.name})" in index
+    assert "The shape recorded is the classic in-request `elicitation/create`" in index
+
+
+@pytest.mark.parametrize("path", HOST_TRACES, ids=lambda path: path.stem)
+def test_a_host_confirmation_records_the_form_the_user_saw_the_answer_and_what_the_audit_bound(path: Path):
+    """MCP elicitation (form mode): the summary and the yes/no form as sent, the answer, and the audit's
+    confirmation record binding them by hash; the agent never holds a token."""
+    trace = json.loads(path.read_text(encoding="utf-8"))
+    assert "approval.token" not in json.dumps(trace["steps"])  # no challenge: the agent never holds one
+    assert trace["recording"]["mcp_protocol_version"] in HANDSHAKE_PROTOCOL_VERSIONS  # the in-request shape
+    [step] = [step for step in trace["steps"] if "host_dialog" in step]
+    assert (step["tool"], step["phase"]) == ("booking.create", "host_confirmation")
+    assert "approval" not in step["input"]
+    [exchange] = step["host_dialog"]
+    request, answer = exchange["request"], exchange["response"]
+    assert request["method"] == "elicitation/create"
+    assert request["params"]["mode"] == "form"
+    assert request["params"]["requestedSchema"] == CONFIRM_SCHEMA
+    # The same summary the token path shows for the same slot, customer and clock.
+    token_path = json.loads((GALLERY_DIR / "spa_happy_path.json").read_text(encoding="utf-8"))
+    [shown] = [step["user_approval"] for step in token_path["steps"] if "user_approval" in step]
+    assert request["params"]["message"] == confirmation_message(shown)
+    confirmation = step["audit"]["confirmation"]
+    assert confirmation == {
+        "mode": "elicitation",
+        "summary_hash": "summary_hash_alias_1",
+        "payload_hash": "payload_hash_alias_1",
+        "answer": answer["action"],
+    }
+    if answer["action"] == "accept":
+        assert answer["content"] == {"confirm": True}
+        assert step["result"]["ok"] is True
+        assert (step["platform_write"], step["platform_create_requests"]) == (True, 1)
+    else:
+        problem = step["result"]["problem"]
+        assert (problem["code"], problem["retryable"]) == ("requires_user_confirmation", False)
+        assert (step["platform_write"], step["platform_create_requests"]) == (False, 0)
+        assert "receipt" not in trace
 
 
 @pytest.mark.integration
@@ -236,3 +308,32 @@ def test_replay_fails_when_the_server_no_longer_answers_as_recorded(tmp_path):
     assert f"audit.upstream.call: expected {organization!r}, got {organization + '/availability'!r}" in (
         result.stdout
     )
+
+
+@pytest.mark.integration
+def test_replay_gives_the_host_the_recorded_answer_and_checks_the_form_the_server_sent(tmp_path):
+    """MCP elicitation (form mode): replay answers the host's form as the trace's user did, and a changed
+    summary or answer is caught."""
+    trace = json.loads((GALLERY_DIR / "host_confirmation.json").read_text(encoding="utf-8"))
+    [step] = [step for step in trace["steps"] if "host_dialog" in step]
+    [exchange] = step["host_dialog"]
+    params = exchange["request"]["params"]
+    params["message"] = params["message"].replace("Price: £95.00", "Price: £90.00")
+    exchange["response"] = {"action": "decline"}  # the replay's user now declines: nothing is booked
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(trace), encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "osbp", "traces", "replay", str(tampered)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 1
+    number = step["step"]
+    assert f"step {number} host_dialog[0].request.params.message: expected " in result.stdout
+    assert "Price: £90.00" in result.stdout
+    assert "Price: £95.00" in result.stdout
+    assert f"step {number} result.ok: expected True, got False" in result.stdout
+    assert f"step {number} audit.confirmation.answer: expected 'accept', got 'decline'" in result.stdout
