@@ -13,7 +13,7 @@ the trace recorder turns them into gallery traces.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,8 +77,7 @@ class HostExchange:
     @property
     def asks_to_confirm(self) -> bool:
         """True for the final-confirmation form (a yes/no ``confirm``), not the verification-code form."""
-        schema = self.request["params"].get("requestedSchema") or {}
-        return "confirm" in (schema.get("properties") or {})
+        return _asks_to_confirm(self.request["params"].get("requestedSchema"))
 
     @property
     def summary(self) -> str:
@@ -86,17 +85,24 @@ class HostExchange:
         return self.message.split("\n\n", 1)[-1]
 
 
+def _asks_to_confirm(schema: Mapping[str, Any] | None) -> bool:
+    return "confirm" in ((schema or {}).get("properties") or {})
+
+
 class RecordingHost(HostDialog):
     """The host's dialog of a recorded run: the user answers each form as scripted; every exchange is kept.
 
     ``answers`` is consumed in order, one per request; :meth:`expect` queues more. A request with no answer
-    left is an error answer (the server then reports that the host failed), never a silent accept.
+    left is an error answer (the server then reports that the host failed), never a silent accept. An
+    accepted confirmation form answers ``confirm: true``; an accepted verification-code form answers the
+    code ``code_source`` reads from the customer's phone (the user types what the merchant sent).
     """
 
     def __init__(self, answers: Sequence[HostAnswer] = ()) -> None:
         super().__init__()
         self._answers = list(answers)
         self.exchanges: list[HostExchange] = []
+        self.code_source: Callable[[], Awaitable[str | None]] | None = None
 
     def expect(self, answers: Sequence[HostAnswer]) -> None:
         """Queue the user's answers to the next requests."""
@@ -116,12 +122,21 @@ class RecordingHost(HostDialog):
         else:
             self.shown.append(params.message)
             action = self._answers.pop(0)
-            content = {"confirm": True} if action == "accept" else None
-            answer = types.ElicitResult(action=action, content=content)
+            answer = types.ElicitResult(action=action, content=await self._content(action, params))
         self.exchanges.append(
             HostExchange(request, answer.model_dump(by_alias=True, mode="json", exclude_none=True))
         )
         return answer
+
+    async def _content(
+        self, action: HostAnswer, params: types.ElicitRequestFormParams
+    ) -> dict[str, str | int | float | bool | list[str] | None] | None:
+        if action != "accept":
+            return None
+        if _asks_to_confirm(params.requested_schema):
+            return {"confirm": True}
+        code = await self.code_source() if self.code_source is not None else None
+        return {"code": code or ""}
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, cast, get_args
 
@@ -231,6 +232,8 @@ async def _replay_one(
     replayer = _Replayer(agent)
     report = ReplayReport(trace=trace.name)
     host = client.host if isinstance(client.host, RecordingHost) else None
+    if host is not None:
+        host.code_source = partial(read_code_from_phone, agent, f"booking:{trace.scenario.organization_id}")
     for step in trace.steps:
         arguments = await replayer.hydrate(step)
         setup = [_setup(action) for action in step.setup or []]

@@ -15,12 +15,14 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from osbp.demo.client import OsbpClient, ServerConfig
 from osbp.demo.gallery import GALLERY, GALLERY_NOW, GalleryScenario, Play
+from osbp.demo.playbook import read_code_from_phone
 from osbp.demo.recorder import AuditTail, RecordingAgent, RecordingHost, unbound_summaries
 from osbp.demo.stack import PlatformControl, running_platform
 from osbp.demo.trace_format import (
@@ -108,6 +110,10 @@ async def _record_one(
 ) -> Trace:
     await control.reset()
     agent = RecordingAgent(client, control, scenario.vertical.organization_id, AuditTail(audit_log))
+    if isinstance(client.host, RecordingHost):
+        # The user types into the host's code form what the merchant sent to their phone.
+        purpose = f"booking:{scenario.vertical.organization_id}"
+        client.host.code_source = partial(read_code_from_phone, agent, purpose)
     play = Play(agent=agent, vertical=scenario.vertical, now=now, scenario_id=scenario.id)
     await scenario.play(play)
     if scenario.host_answers and client.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -175,14 +181,17 @@ def _host_paragraph(traces: Sequence[Trace]) -> list[str]:
     names = ", ".join(f"[{trace.name}]({trace.name}.json)" for trace in hosted)
     versions = ", ".join(sorted({str(trace.recording.get("mcp_protocol_version")) for trace in hosted}))
     return [
-        f"Confirmed through the host (MCP elicitation): {names}. The client declares form",
-        "elicitation and plays the host's dialog; the booking.create step keeps, in `host_dialog`, the",
-        "request the server sent the user (the summary text and the yes/no form, as sent) and the user's",
-        "answer, and in `audit.confirmation` the mode, the summary and payload hashes (aliased) and the",
-        "answer. The shape recorded is the classic in-request `elicitation/create`, because that is what",
-        f"`make demo`'s client negotiates: the SDK's `initialize` handshake settles on MCP {versions},",
-        "where the server asks while the call is open. The 2026-07-28 `input_required` round trip needs a",
-        "client that negotiates that revision; the demo's does not, and the gallery records what it does.",
+        "Confirmed through the host (MCP elicitation) instead of by the approval token:",
+        f"{names}.",
+        "The client declares form elicitation and plays the host's dialog; each booking.create step keeps,",
+        "in `host_dialog`, every request the server sent the user during the call (the summary and the",
+        "yes/no form, or the form for the verification code, as sent) and the user's answer (a typed code",
+        "`[redacted]`), and in `audit.confirmation` the mode, the summary and payload hashes (aliased) and",
+        "the answers. The shape recorded is the classic in-request `elicitation/create`,",
+        "because that is what `make demo`'s client negotiates: the SDK's `initialize` handshake settles on",
+        f"MCP {versions}, where the server asks while the call is open. The 2026-07-28 `input_required`",
+        "round trip needs a client that negotiates that revision; the demo's does not, and the gallery",
+        "records what the demo does.",
         "",
     ]
 

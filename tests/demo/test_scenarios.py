@@ -81,7 +81,7 @@ def test_the_shipped_scenario_file_holds_the_demo_verticals_and_the_gallery_runs
     assert VERTICALS["notary"].modality == "remote"
     assert VERTICALS["dental"].customer.given_name == "Jordan"
     assert list(SCENARIOS.gallery_verticals) == ["fixture"]
-    assert len(SCENARIOS.gallery) == 16
+    assert len(SCENARIOS.gallery) == 17
     assert load_scenarios(SHIPPED) == SCENARIOS
 
 
@@ -94,7 +94,7 @@ def test_the_shipped_scenario_file_holds_the_demo_verticals_and_the_gallery_runs
         ("max_price_minor = 5000", 'max_price_minor = "5000"', "verticals.notary.max_price_minor: Input"),
         ('preferred_time = "11:00"', 'preferred_time = "11am"', "verticals.notary.preferred_time: String"),
         ('vertical = "spa"\nplay = "rate_l', 'vertical = "sauna"\nplay = "rate_l', "vertical 'sauna'"),
-        ('play = "slot_taken"', 'play = "refusal"', "gallery[14]: Value error, a refusal block is required"),
+        ('play = "slot_taken"', 'play = "refusal"', "gallery[15]: Value error, a refusal block is required"),
         ('host_answers = ["accept"]\n', "", "gallery[4]: Value error, host_answers are required for play"),
         (
             'host_answers = ["accept"]',

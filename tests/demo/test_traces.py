@@ -14,7 +14,7 @@ from osbp.demo.gallery import GALLERY
 from osbp.demo.scenarios import VERTICALS
 from osbp.demo.trace_format import dump_trace, load_trace
 from osbp.protocol.contact_shapes import EMAIL_PATTERN, PHONE_PATTERNS
-from osbp.server.confirmation import CONFIRM_SCHEMA, confirmation_message
+from osbp.server.confirmation import CODE_MESSAGE, CODE_SCHEMA, CONFIRM_SCHEMA, confirmation_message
 from osbp.server.redaction import REDACTED
 from tests.support.paths import GALLERY_DIR, REPO
 
@@ -197,56 +197,99 @@ def _host_traces() -> list[Path]:
 HOST_TRACES = _host_traces()
 
 
-def test_the_gallery_shows_the_host_accepting_and_declining():
-    """MCP elicitation (form mode, response actions): the gallery records an accept and a decline."""
+def test_the_gallery_shows_the_host_accepting_declining_and_collecting_the_code():
+    """MCP elicitation (form mode, response actions): the gallery records an accepted and a declined
+    confirmation, and a verification code entered in the host's form."""
     answers = {
-        exchange["response"]["action"]
+        ("code" if exchange["request"]["params"]["requestedSchema"] == CODE_SCHEMA else "confirm", action)
         for path in HOST_TRACES
         for step in json.loads(path.read_text(encoding="utf-8"))["steps"]
         for exchange in step.get("host_dialog", [])
+        for action in [exchange["response"]["action"]]
     }
-    assert answers == {"accept", "decline"}
+    assert {("confirm", "accept"), ("confirm", "decline"), ("code", "accept")} <= answers
     index = (GALLERY_DIR / "README.md").read_text(encoding="utf-8")
     for path in HOST_TRACES:
-        assert "Confirmed through the host (MCP elicitation): " in index
+        assert "Confirmed through the host (MCP elicitation) instead of by the approval token:" in index
         assert f"[{path.stem}]({path.name})" in index
     assert "The shape recorded is the classic in-request `elicitation/create`" in index
 
 
+def _token_path_summary(trace: dict[str, Any]) -> str:
+    """The summary a token-path trace of the same merchant and slot showed the user."""
+    for path in TRACE_FILES:
+        other = json.loads(path.read_text(encoding="utf-8"))
+        if other["scenario"].get("selection") != trace["scenario"]["selection"]:
+            continue
+        approvals = [step["user_approval"] for step in other["steps"] if "user_approval" in step]
+        if approvals:
+            return str(approvals[0])
+    raise AssertionError(f"no token-path trace books {trace['name']}'s slot")
+
+
+#: The audit's answer for each host form and the user's action on it (code forms record code_*).
+AUDITED_ANSWER = {
+    ("confirm", "accept"): "accept",
+    ("confirm", "decline"): "decline",
+    ("confirm", "cancel"): "cancel",
+    ("code", "accept"): "code_entered",
+    ("code", "cancel"): "code_refused",
+}
+
+
 @pytest.mark.parametrize("path", HOST_TRACES, ids=lambda path: path.stem)
-def test_a_host_confirmation_records_the_form_the_user_saw_the_answer_and_what_the_audit_bound(path: Path):
-    """MCP elicitation (form mode): the summary and the yes/no form as sent, the answer, and the audit's
-    confirmation record binding them by hash; the agent never holds a token."""
+def test_a_host_confirmation_records_the_forms_the_user_saw_the_answers_and_what_the_audit_bound(path: Path):
+    """MCP elicitation (form mode): the summary and the forms as sent, the answers, and the audit's
+    confirmation records binding them by hash; the agent never holds a token or the code."""
     trace = json.loads(path.read_text(encoding="utf-8"))
     assert "approval.token" not in json.dumps(trace["steps"])  # no challenge: the agent never holds one
     assert trace["recording"]["mcp_protocol_version"] in HANDSHAKE_PROTOCOL_VERSIONS  # the in-request shape
-    [step] = [step for step in trace["steps"] if "host_dialog" in step]
-    assert (step["tool"], step["phase"]) == ("booking.create", "host_confirmation")
-    assert "approval" not in step["input"]
-    [exchange] = step["host_dialog"]
-    request, answer = exchange["request"], exchange["response"]
-    assert request["method"] == "elicitation/create"
-    assert request["params"]["mode"] == "form"
-    assert request["params"]["requestedSchema"] == CONFIRM_SCHEMA
     # The same summary the token path shows for the same slot, customer and clock.
-    token_path = json.loads((GALLERY_DIR / "spa_happy_path.json").read_text(encoding="utf-8"))
-    [shown] = [step["user_approval"] for step in token_path["steps"] if "user_approval" in step]
-    assert request["params"]["message"] == confirmation_message(shown)
-    confirmation = step["audit"]["confirmation"]
-    assert confirmation == {
-        "mode": "elicitation",
-        "summary_hash": "summary_hash_alias_1",
-        "payload_hash": "payload_hash_alias_1",
-        "answer": answer["action"],
-    }
-    if answer["action"] == "accept":
-        assert answer["content"] == {"confirm": True}
-        assert step["result"]["ok"] is True
-        assert (step["platform_write"], step["platform_create_requests"]) == (True, 1)
+    summary = _token_path_summary(trace)
+    hosted = [step for step in trace["steps"] if "host_dialog" in step]
+    for step in hosted:
+        assert (step["tool"], step["phase"]) == ("booking.create", "host_confirmation")
+        assert not {"approval", "verification_code"} & set(step["input"])
+        audited = []
+        for exchange in step["host_dialog"]:
+            request, answer = exchange["request"], exchange["response"]
+            assert (request["method"], request["params"]["mode"]) == ("elicitation/create", "form")
+            form = "confirm" if "confirm" in request["params"]["requestedSchema"]["properties"] else "code"
+            if form == "confirm":
+                assert request["params"]["requestedSchema"] == CONFIRM_SCHEMA
+                assert request["params"]["message"] == confirmation_message(summary)
+                assert answer.get("content") == ({"confirm": True} if answer["action"] == "accept" else None)
+            else:
+                assert request["params"]["requestedSchema"] == CODE_SCHEMA
+                assert request["params"]["message"] == CODE_MESSAGE
+                assert answer.get("content") == ({"code": REDACTED} if answer["action"] == "accept" else None)
+            audited.append(AUDITED_ANSWER[form, answer["action"]])
+        record = step["audit"]["confirmation"]
+        records = [
+            *record.get("earlier", []),
+            {key: value for key, value in record.items() if key != "earlier"},
+        ]
+        assert [item["answer"] for item in records] == audited
+        for item in records:
+            assert item["mode"] == "elicitation"
+            assert (item["summary_hash"], item["payload_hash"]) == (
+                "summary_hash_alias_1",
+                "payload_hash_alias_1",
+            )
+    final = hosted[-1]
+    if final["host_dialog"][-1]["response"]["action"] == "accept":
+        assert final["result"]["ok"] is True
+        # One create, and one more with the code for each code form: the first wanted a verification.
+        codes = [
+            exchange
+            for exchange in final["host_dialog"]
+            if exchange["response"].get("content", {}).get("code")
+        ]
+        assert (final["platform_write"], final["platform_create_requests"]) == (True, 1 + len(codes))
     else:
-        problem = step["result"]["problem"]
+        problem = final["result"]["problem"]
         assert (problem["code"], problem["retryable"]) == ("requires_user_confirmation", False)
-        assert (step["platform_write"], step["platform_create_requests"]) == (False, 0)
+        assert (final["platform_write"], final["platform_create_requests"]) == (False, 0)
         assert "receipt" not in trace
 
 
