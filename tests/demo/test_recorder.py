@@ -5,7 +5,7 @@ import mcp_types as types
 
 from osbp.demo.recorder import RecordingHost, Step, unbound_summaries
 from osbp.protocol.canonical import sha256_hex
-from osbp.server.confirmation import CONFIRM_SCHEMA, confirmation_message
+from osbp.server.confirmation import CODE_MESSAGE, CODE_SCHEMA, CONFIRM_SCHEMA, confirmation_message
 
 SUMMARY = "Book Swedish massage on Tuesday at 14:00. Price: £95.00."
 
@@ -72,3 +72,18 @@ def test_the_audit_must_bind_the_hash_of_the_summary_the_host_showed():
     assert unbound_summaries(_step(host, sha256_hex(SUMMARY))) == []
     [problem] = unbound_summaries(_step(host, sha256_hex(SUMMARY + " ")))
     assert "the audit bound" in problem
+
+
+def test_an_accepted_code_form_answers_the_code_the_customer_received():
+    """Platform choice (verification through the host): the user types the code the merchant sent."""
+    host = RecordingHost(["accept", "cancel"])
+
+    async def phone() -> str:
+        return "482913"
+
+    host.code_source = phone
+    params = types.ElicitRequestFormParams(message=CODE_MESSAGE, requested_schema=CODE_SCHEMA)
+    entered, dismissed = anyio.run(host, None, params), anyio.run(host, None, params)
+    assert entered == types.ElicitResult(action="accept", content={"code": "482913"})
+    assert dismissed == types.ElicitResult(action="cancel")
+    assert not host.exchanges[0].asks_to_confirm

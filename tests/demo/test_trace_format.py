@@ -243,12 +243,13 @@ def _host_step(*, content: dict[str, Any], confirmation: dict[str, Any]) -> Step
     )
 
 
-def _hosted_trace(step: Step) -> dict[str, Any]:
+def _built(steps: list[Step]) -> dict[str, Any]:
+    """The trace of ``steps``, as its file holds it."""
     trace = build_trace(
         name="unit",
         scenario=SCENARIO,
         clock="2030-05-06T13:00:00.000Z",
-        steps=[step],
+        steps=steps,
         mandate=None,
         receipt=None,
     )
@@ -264,7 +265,7 @@ def test_a_host_dialog_keeps_the_form_as_sent_with_the_customer_scrubbed_and_typ
     step = _host_step(
         content={"confirm": True, "code": "482913"}, confirmation=ELICITED | {"answer": "accept"}
     )
-    text = dump_trace(load_trace(json.dumps(_hosted_trace(step))))
+    text = dump_trace(load_trace(json.dumps(_built([step]))))
     assert "Zebrafinch" not in text
     assert "482913" not in text
     [exchange] = json.loads(text)["steps"][0]["host_dialog"]
@@ -275,8 +276,8 @@ def test_a_host_dialog_keeps_the_form_as_sent_with_the_customer_scrubbed_and_typ
 
 def test_the_host_confirmation_record_is_kept_with_its_hashes_aliased():
     """OSBP audit (platform choice): the hashes bind the answer; digests of the customer are aliased."""
-    trace = _hosted_trace(
-        _host_step(content={"confirm": True}, confirmation=ELICITED | {"answer": "accept", "earlier": []})
+    trace = _built(
+        [_host_step(content={"confirm": True}, confirmation=ELICITED | {"answer": "accept", "earlier": []})]
     )
     text = json.dumps(trace)
     assert SUMMARY_HASH not in text
@@ -300,18 +301,7 @@ def test_a_token_path_confirmation_record_stays_out_of_the_trace():
         audit=(steps[1].audit or {})
         | {"confirmation": {"mode": "token", "summary_hash": SUMMARY_HASH, "payload_hash": PAYLOAD_HASH}},
     )
-    trace = json.loads(
-        dump_trace(
-            build_trace(
-                name="unit",
-                scenario=SCENARIO,
-                clock="2030-05-06T13:00:00.000Z",
-                steps=steps,
-                mandate=None,
-                receipt=None,
-            )
-        )
-    )
+    trace = _built(steps)
     assert "confirmation" not in trace["steps"][1]["audit"]
     assert "host" not in trace["recording"]
     assert "summary_hash_alias_<n>" not in trace["redaction_rules"]["aliases"]

@@ -326,6 +326,20 @@ def test_the_whole_gallery_replays_as_recorded():
     assert f"{len(TRACE_FILES)}/{len(TRACE_FILES)} traces replayed as recorded" in result.stdout
 
 
+def _replay_tampered(trace: dict[str, Any], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`osbp traces replay` of ``trace`` written to a file."""
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(trace), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "osbp", "traces", "replay", str(tampered)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
 @pytest.mark.integration
 def test_replay_fails_when_the_server_no_longer_answers_as_recorded(tmp_path):
     """OSBP spec, Demo Trace: replay is a real check; a changed Problem code or audited upstream call is
@@ -336,16 +350,7 @@ def test_replay_fails_when_the_server_no_longer_answers_as_recorded(tmp_path):
     lookup = next(step for step in trace["steps"] if step["tool"] == "availability.find")
     organization = lookup["audit"]["upstream"]["call"].removesuffix("/availability")
     lookup["audit"]["upstream"]["call"] = organization
-    tampered = tmp_path / "tampered.json"
-    tampered.write_text(json.dumps(trace), encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "osbp", "traces", "replay", str(tampered)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = _replay_tampered(trace, tmp_path)
     assert result.returncode == 1
     assert "result.problem.code: expected 'price_exceeds_mandate', got 'currency_mismatch'" in result.stdout
     assert f"audit.upstream.call: expected {organization!r}, got {organization + '/availability'!r}" in (
@@ -363,16 +368,7 @@ def test_replay_gives_the_host_the_recorded_answer_and_checks_the_form_the_serve
     params = exchange["request"]["params"]
     params["message"] = params["message"].replace("Price: £95.00", "Price: £90.00")
     exchange["response"] = {"action": "decline"}  # the replay's user now declines: nothing is booked
-    tampered = tmp_path / "tampered.json"
-    tampered.write_text(json.dumps(trace), encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "osbp", "traces", "replay", str(tampered)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = _replay_tampered(trace, tmp_path)
     assert result.returncode == 1
     number = step["step"]
     assert f"step {number} host_dialog[0].request.params.message: expected " in result.stdout
