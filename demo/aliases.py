@@ -2,8 +2,10 @@
 
 Two kinds of volatile value exist:
 
-* **identifiers** (audit event ids, platform booking ids, upstream request ids): unique per run but
-  meaningful across steps (the receipt's booking id is the status call's input). Each distinct value gets
+* **identifiers** (audit event ids, platform booking ids, upstream request ids, and the summary and
+  payload hashes the audit binds to a confirmation through the host): unique per run (or, for the hashes,
+  digests of the customer's name and contacts, which differ under replay's customer) but meaningful across
+  steps (the receipt's booking id is the status call's input). Each distinct value gets
   the next alias of its kind in order of first appearance (``aud_alias_1``, ``booking_alias_1``, …) and
   every occurrence, inside longer strings too, is replaced by it.
 * **readings** (RateLimit header values: a window's remaining quota and seconds to reset): not
@@ -29,10 +31,12 @@ ALIAS_KINDS: dict[str, str] = {
     "audit": "aud",
     "booking": "booking",
     "request": "req",
+    "summary_hash": "summary_hash",
+    "payload_hash": "payload_hash",
 }
 
 #: Matches one alias (``aud_alias_3``) or a fixed placeholder (``<ratelimit>``).
-ALIAS_PATTERN = re.compile(r"\b(?:aud|booking|req)_alias_\d+\b|<[a-z_]+>")
+ALIAS_PATTERN = re.compile(r"\b(?:aud|booking|req|summary_hash|payload_hash)_alias_\d+\b|<[a-z_]+>")
 #: Anything replay must not compare literally: an alias, a placeholder or the redaction marker.
 PLACEHOLDER_PATTERN = re.compile(ALIAS_PATTERN.pattern + "|" + re.escape(REDACTED))
 

@@ -142,6 +142,11 @@ class OsbpClient:
         #: The host dialog the user confirms in, when this client declares elicitation.
         self.host = host
 
+    @property
+    def protocol_version(self) -> str | None:
+        """The MCP revision the session negotiated (it decides how the server asks through the host)."""
+        return self._session.protocol_version
+
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> ToolCall:
         """Call ``tool`` (dotted name) with flat ``arguments`` and return the checked envelope."""
         plain = json.loads(json.dumps(dict(arguments)))

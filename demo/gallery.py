@@ -5,8 +5,9 @@ organization, on a platform reset to seed data with its clock frozen at :data:`G
 is (its merchant, request, claim, expected outcome and guardrails) is data, read by
 :mod:`osbp.demo.scenarios`; how it plays is code here, one play per :data:`~osbp.demo.scenarios.PlayName`:
 the happy path, the idempotent retry, the fail-closed refusals, the verification flow, the runtime
-branches armed through the platform's test surface, and handoff.request. Nothing here writes a trace:
-:mod:`osbp.demo.traces` records and writes.
+branches armed through the platform's test surface, handoff.request, and the confirmation through the
+host (the client plays the host's dialog, and the user answers as the scenario's ``host_answers`` say).
+Nothing here writes a trace: :mod:`osbp.demo.traces` records and writes.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from osbp.demo.client import ToolCall
 from osbp.demo.playbook import Booked, book, create_arguments, find_open_day, pick_slot
 from osbp.demo.recorder import ARM, FROM_CHALLENGE, RecordingAgent
 from osbp.demo.scenarios import (
     SCENARIOS,
     GalleryEntry,
+    HostAnswer,
     Outcome,
     PlayName,
     Refusal,
@@ -110,6 +113,20 @@ class Play:
             self.receipt = outcome.receipt
         return outcome
 
+    async def book_through_host(self, slot: dict[str, Any]) -> ToolCall:
+        """One booking.create: the server asks the user through the host; keeps the receipt when booked."""
+        assert self.mandate is not None, "grant a mandate first"
+        arguments = create_arguments(self.mandate, self.idempotency_key(), slot, self.vertical.customer)
+        booked = await self.agent.call(
+            "booking.create",
+            arguments,
+            phase="host_confirmation",
+            note="no approval: the server asks the user in the host's dialog and answers the outcome",
+        )
+        if booked.ok:
+            self.receipt = booked.value
+        return booked
+
     async def status(self) -> None:
         """booking.status of the booked receipt."""
         assert self.receipt is not None, "nothing booked"
@@ -146,6 +163,8 @@ class GalleryScenario:
     #: How the run ends: a booking, none, or the booking's receipt replayed (the trace's happy_path).
     outcome: Outcome
     guardrails: tuple[str, ...] = ()
+    #: The user's answers in the host's dialog; empty: the client declares no elicitation (the token path).
+    host_answers: tuple[HostAnswer, ...] = ()
 
 
 # --- The plays --------------------------------------------------------------------------------------------
@@ -253,6 +272,31 @@ async def _rate_limited(play: Play) -> None:
     await play.status()
 
 
+async def _host_confirmation(play: Play) -> None:
+    play.grant()
+    slot = await play.lookup(play.vertical.service_id)
+    asked = await play.book_through_host(slot)
+    if asked.problem_code == "requires_verification":
+        # No code had arrived when the host asked for it: have one sent, then the same call again.
+        purpose = f"booking:{play.vertical.organization_id}"
+        contact = {
+            key: value for key, value in asked.arguments["customer"].items() if key in {"phone", "email"}
+        }
+        await play.agent.call(
+            "verification.send", {"customer": contact, "purpose": purpose}, phase="verification_send"
+        )
+        retried = await play.agent.call(
+            "booking.create",
+            asked.arguments,
+            phase="host_confirmation",
+            note="the same call again: the host asks the user for the code, which never reaches the agent",
+        )
+        if retried.ok:
+            play.receipt = retried.value
+    if play.receipt is not None:
+        await play.status()
+
+
 #: The play of every name but ``refusal`` (whose play is built from the entry's refusal block).
 PLAYS: dict[PlayName, PlayFn] = {
     "happy": _happy,
@@ -261,6 +305,7 @@ PLAYS: dict[PlayName, PlayFn] = {
     "outside_window": _outside_window,
     "slot_taken": _slot_taken,
     "rate_limited": _rate_limited,
+    "host_confirmation": _host_confirmation,
 }
 
 
@@ -275,6 +320,7 @@ def gallery_scenario(entry: GalleryEntry, vertical: Vertical) -> GalleryScenario
         play=play,
         outcome=entry.outcome,
         guardrails=entry.guardrails,
+        host_answers=entry.host_answers,
     )
 
 

@@ -4,31 +4,41 @@
 platform's counters (appointment rows, appointment-create requests, outbox messages) so a step can prove
 whether the platform was written to, applies any test-surface setup the step needs (arming a runtime
 failure), and afterwards finds the call's audit event in the server's log by the envelope's
-``audit_event_id`` to learn the upstream metadata of the operator channel. The demo narrates these steps;
+``audit_event_id`` to learn the upstream metadata of the operator channel. When the client plays the host
+with a :class:`RecordingHost`, the step also keeps what the server asked the user through the host during
+the call (MCP elicitation: the request as sent) and what the user answered. The demo narrates these steps;
 the trace recorder turns them into gallery traces.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from osbp.demo.client import OsbpClient, ToolCall
+import mcp_types as types
+
+from osbp.demo.client import HostDialog, OsbpClient, ToolCall
+from osbp.demo.scenarios import HostAnswer
 from osbp.demo.stack import ArmableOutcome, PlatformControl
+from osbp.protocol.canonical import sha256_hex
 
 __all__ = [
     "ARM",
+    "ELICITATION_METHOD",
     "FROM_CHALLENGE",
     "FROM_PHONE",
     "MISTYPED",
     "AuditTail",
+    "HostExchange",
     "PlatformCounters",
     "RecordingAgent",
+    "RecordingHost",
     "Setup",
     "Step",
+    "unbound_summaries",
 ]
 
 #: The one setup action a step may carry: arm the organization's next create to fail this way.
@@ -40,6 +50,93 @@ FROM_CHALLENGE = "challenge"
 FROM_PHONE = "customer_phone"
 #: ... or a code the customer mistyped (deliberately wrong).
 MISTYPED = "mistyped"
+
+
+#: The method of every request the host answers here (the client's elicitation callback).
+ELICITATION_METHOD = "elicitation/create"
+
+
+@dataclass(frozen=True, slots=True)
+class HostExchange:
+    """One request the server sent the user through the host, and the user's answer, both in wire form."""
+
+    #: ``{"method": "elicitation/create", "params": {...}}``, the params as the server sent them.
+    request: dict[str, Any]
+    #: The elicitation result the host sent back (``{"action": "accept", "content": {...}}``).
+    response: dict[str, Any]
+
+    def to_wire(self) -> dict[str, Any]:
+        """``{"request": ..., "response": ...}``, as a trace's ``host_dialog`` entry holds it."""
+        return {"request": self.request, "response": self.response}
+
+    @property
+    def message(self) -> str:
+        """The text the host showed the user."""
+        return str(self.request["params"].get("message", ""))
+
+    @property
+    def asks_to_confirm(self) -> bool:
+        """True for the final-confirmation form (a yes/no ``confirm``), not the verification-code form."""
+        return _asks_to_confirm(self.request["params"].get("requestedSchema"))
+
+    @property
+    def summary(self) -> str:
+        """The approval summary the user read: the message after its one-line question."""
+        return self.message.split("\n\n", 1)[-1]
+
+
+def _asks_to_confirm(schema: Mapping[str, Any] | None) -> bool:
+    return "confirm" in ((schema or {}).get("properties") or {})
+
+
+class RecordingHost(HostDialog):
+    """The host's dialog of a recorded run: the user answers each form as scripted; every exchange is kept.
+
+    ``answers`` is consumed in order, one per request; :meth:`expect` queues more. A request with no answer
+    left is an error answer (the server then reports that the host failed), never a silent accept. An
+    accepted confirmation form answers ``confirm: true``; an accepted verification-code form answers the
+    code ``code_source`` reads from the customer's phone (the user types what the merchant sent).
+    """
+
+    def __init__(self, answers: Sequence[HostAnswer] = ()) -> None:
+        super().__init__()
+        self._answers = list(answers)
+        self.exchanges: list[HostExchange] = []
+        self.code_source: Callable[[], Awaitable[str | None]] | None = None
+
+    def expect(self, answers: Sequence[HostAnswer]) -> None:
+        """Queue the user's answers to the next requests."""
+        self._answers.extend(answers)
+
+    async def __call__(self, context: Any, params: Any) -> types.ElicitResult | types.ErrorData:
+        """Show the request, answer it as scripted, and keep both."""
+        request = {
+            "method": ELICITATION_METHOD,
+            "params": params.model_dump(by_alias=True, mode="json", exclude_none=True),
+        }
+        answer: types.ElicitResult | types.ErrorData
+        if not isinstance(params, types.ElicitRequestFormParams):
+            answer = types.ErrorData(code=-32602, message="the demo's host shows form dialogs only")
+        elif not self._answers:
+            answer = types.ErrorData(code=-32603, message="the scripted user has no answer left")
+        else:
+            self.shown.append(params.message)
+            action = self._answers.pop(0)
+            answer = types.ElicitResult(action=action, content=await self._content(action, params))
+        self.exchanges.append(
+            HostExchange(request, answer.model_dump(by_alias=True, mode="json", exclude_none=True))
+        )
+        return answer
+
+    async def _content(
+        self, action: HostAnswer, params: types.ElicitRequestFormParams
+    ) -> dict[str, str | int | float | bool | list[str] | None] | None:
+        if action != "accept":
+            return None
+        if _asks_to_confirm(params.requested_schema):
+            return {"confirm": True}
+        code = await self.code_source() if self.code_source is not None else None
+        return {"code": code or ""}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +166,8 @@ class Step:
     #: Where redacted input values came from (``{"approval.token": "challenge"}``), for readers and replay.
     input_sources: dict[str, str] = field(default_factory=dict)
     note: str | None = None
+    #: What the server asked the user through the host during the call, and the answers, in order.
+    host_dialog: tuple[HostExchange, ...] = ()
 
 
 class AuditTail:
@@ -133,6 +232,8 @@ class RecordingAgent:
         before = await self.counters()
         for action in setup:
             await self.control.arm(self.organization_id, action[ARM])
+        host = self.client.host if isinstance(self.client.host, RecordingHost) else None
+        seen = len(host.exchanges) if host is not None else 0
         call = await self.client.call(tool, arguments)
         after = await self.counters()
         wrote = after.appointments != before.appointments or after.messages != before.messages
@@ -148,6 +249,32 @@ class RecordingAgent:
                 setup=tuple({ARM: action[ARM]} for action in setup),
                 input_sources=dict(sources or {}),
                 note=note,
+                host_dialog=tuple(host.exchanges[seen:]) if host is not None else (),
             )
         )
         return call
+
+
+def _confirmation_steps(audit: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The audit's confirmation steps of one call, in order (``earlier`` ones first)."""
+    record = (audit or {}).get("confirmation")
+    if not isinstance(record, dict):
+        return []
+    return [*record.get("earlier", []), {key: value for key, value in record.items() if key != "earlier"}]
+
+
+def unbound_summaries(step: Step) -> list[str]:
+    """Why the audit did not bind what the user saw (empty when it did).
+
+    Each confirmation form the host showed during the call must be one elicitation step of the audit's
+    ``confirmation`` record, in order, whose ``summary_hash`` is the SHA-256 of the summary in that form.
+    """
+    shown = [sha256_hex(exchange.summary) for exchange in step.host_dialog if exchange.asks_to_confirm]
+    bound = [
+        str(record.get("summary_hash"))
+        for record in _confirmation_steps(step.audit)
+        if record.get("mode") == "elicitation" and not str(record.get("answer", "")).startswith("code_")
+    ]
+    if shown == bound:
+        return []
+    return [f"the host showed summaries hashing to {shown}, the audit bound {bound}"]

@@ -7,13 +7,17 @@ trace says they came from: a synthetic replay customer for customer fields, the 
 final-confirmation challenge for ``approval.token``, the code the platform just sent for
 ``verification_code`` (or a wrong one when the original was ``mistyped``). Aliases seen in results
 (``booking_alias_1``, ``aud_alias_3``) are bound to the actual values on first sight and substituted into
-later inputs.
+later inputs. A trace whose steps asked the user through the host (``host_dialog``) is replayed with a
+client that declares form elicitation and answers each request as the trace's user did.
 
 The check: each recorded result and audit event must be a *subset* of the actual one (every recorded key
 present with a matching value; lists element by element, or as an ordered subset with the recorded total
 when the trace shortened them), where aliases, placeholders and ``[redacted]`` match any text; each
 step's ``platform_write`` and ``platform_create_requests`` must be the same, and its ``audit_event_id``
-alias must match the actual envelope's ``audit_event_id``.
+alias must match the actual envelope's ``audit_event_id``. A step's recorded ``host_dialog`` must be a
+subset of what the server actually sent the host (the summary text and the form, each request in order),
+and the audit must bind the summary the host actually showed (its SHA-256 is the ``confirmation``
+record's ``summary_hash``).
 """
 
 from __future__ import annotations
@@ -22,13 +26,23 @@ import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, cast, get_args
 
 from osbp.demo.aliases import ALIAS_PATTERN, PLACEHOLDER_PATTERN
 from osbp.demo.client import OsbpClient, ServerConfig
 from osbp.demo.playbook import approval_token, read_code_from_phone
-from osbp.demo.recorder import ARM, MISTYPED, AuditTail, RecordingAgent, Setup
+from osbp.demo.recorder import (
+    ARM,
+    MISTYPED,
+    AuditTail,
+    RecordingAgent,
+    RecordingHost,
+    Setup,
+    unbound_summaries,
+)
+from osbp.demo.scenarios import HostAnswer
 from osbp.demo.stack import ArmableOutcome, PlatformControl, running_platform
 from osbp.demo.trace_format import Trace, TraceStep
 from osbp.demo.turns import ServerJob, Work, run_in_turns
@@ -148,6 +162,19 @@ def _ordered_subset(
     return []
 
 
+def _host_answers(step: TraceStep) -> list[HostAnswer]:
+    """The answers the trace's user gave the host during ``step``, in order."""
+    answers = [str((exchange.get("response") or {}).get("action")) for exchange in step.host_dialog or []]
+    unknown = [answer for answer in answers if answer not in get_args(HostAnswer)]
+    if unknown:
+        raise ValueError(f"step {step.step}: unknown host answer {unknown[0]!r}")
+    return [cast(HostAnswer, answer) for answer in answers]
+
+
+def _hosted(trace: Trace) -> bool:
+    return any(step.host_dialog for step in trace.steps)
+
+
 def _setup(action: dict[str, str]) -> Setup:
     outcome = action.get(ARM)
     if outcome not in get_args(ArmableOutcome):
@@ -204,12 +231,24 @@ async def _replay_one(
     agent = RecordingAgent(client, control, trace.scenario.organization_id, AuditTail(audit_log))
     replayer = _Replayer(agent)
     report = ReplayReport(trace=trace.name)
+    host = client.host if isinstance(client.host, RecordingHost) else None
+    if host is not None:
+        host.code_source = partial(read_code_from_phone, agent, f"booking:{trace.scenario.organization_id}")
     for step in trace.steps:
         arguments = await replayer.hydrate(step)
         setup = [_setup(action) for action in step.setup or []]
+        if host is not None:
+            host.expect(_host_answers(step))
         call = await agent.call(step.tool, arguments, phase=step.phase, setup=setup)
         replayer.remember(arguments, call.envelope)
         actual = agent.steps[-1]
+        if host is not None:
+            shown = [exchange.to_wire() for exchange in actual.host_dialog]
+            for where, expected, got in is_subset(step.host_dialog or [], shown, replayer.bindings):
+                report.mismatches.append(Mismatch(step.step, f"host_dialog{where}", expected, got))
+            for unbound in unbound_summaries(actual):
+                mismatch = Mismatch(step.step, "audit.confirmation", "the shown summary's hash", unbound)
+                report.mismatches.append(mismatch)
         truncated = {f"{key}": value for key, value in (step.truncated or {}).items()}
         for where, expected, got in is_subset(
             step.result, call.envelope, replayer.bindings, truncated=truncated
@@ -268,6 +307,9 @@ async def replay_traces(traces: Sequence[Trace]) -> list[ReplayReport]:
 
                     return run
 
-                jobs.append(ServerJob(config, workdir / f"{turn}-{trace.name}-stderr.log", [(turn, work())]))
+                errlog = workdir / f"{turn}-{trace.name}-stderr.log"
+                # The trace's user confirmed in the host's dialog: so does the replay's, as recorded.
+                host = RecordingHost() if _hosted(trace) else None
+                jobs.append(ServerJob(config, errlog, [(turn, work())], host=host))
             await run_in_turns(jobs)
     return [reports[str(turn)] for turn in range(len(traces))]

@@ -30,6 +30,7 @@ __all__ = [
     "GalleryEntry",
     "Grant",
     "Handoff",
+    "HostAnswer",
     "Modality",
     "Outcome",
     "PlayName",
@@ -65,7 +66,10 @@ PlayName = Literal[
     "outside_window",
     "slot_taken",
     "rate_limited",
+    "host_confirmation",
 ]
+#: What the user does with a confirmation form the host shows: confirm it, decline it, or dismiss it.
+HostAnswer = Literal["accept", "decline", "cancel"]
 
 Key = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]*$")]
 Id = Annotated[str, StringConstraints(min_length=1)]
@@ -183,11 +187,17 @@ class GalleryEntry(_Data):
     guardrails: tuple[Id, ...] = ()
     request: RequestOverride = RequestOverride()
     refusal: Refusal | None = None
+    #: ``play = "host_confirmation"`` only: the user's answers to the host's forms, in order.
+    host_answers: tuple[HostAnswer, ...] = ()
 
     @model_validator(mode="after")
     def _refusal_only_for_the_refusal_play(self) -> GalleryEntry:
         if (self.play == "refusal") != (self.refusal is not None):
             raise ValueError('a refusal block is required for play = "refusal" and allowed for it only')
+        if (self.play == "host_confirmation") != bool(self.host_answers):
+            raise ValueError(
+                'host_answers are required for play = "host_confirmation" and allowed for it only'
+            )
         return self
 
 

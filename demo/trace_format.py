@@ -8,21 +8,23 @@ the order of the spec's Demo Trace section (user request, mandate, tool calls, r
 
 :func:`build_trace` redacts with the server's one :class:`~osbp.server.redaction.Redactor` (every
 sensitive string found anywhere in the run is scrubbed from every step), then aliases volatile values
-(:mod:`osbp.demo.aliases`). :func:`dump_trace` writes the models' key order, two-space indents and a
+(:mod:`osbp.demo.aliases`). A call in which the server asked the user through the host (MCP elicitation)
+keeps each request as sent and the user's answer (``host_dialog``) and the audit's ``confirmation``
+record, its hashes aliased. :func:`dump_trace` writes the models' key order, two-space indents and a
 final newline, so the same run always produces the same bytes.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from osbp.demo.aliases import Aliaser
 from osbp.demo.playbook import approval_summary, approval_token
-from osbp.demo.recorder import Step
+from osbp.demo.recorder import HostExchange, Step
 from osbp.demo.scenarios import Modality, Outcome
 from osbp.server.redaction import REDACTED, Redactor
 
@@ -54,6 +56,9 @@ TRUNCATION_RULE = (
 )
 #: The audit event fields a trace keeps (hashes, chain links and the snapshots themselves stay local).
 _AUDIT_FIELDS = ("created_at", "decision", "platform", "upstream")
+#: ... and the final-confirmation record where the host was asked (the token path's stays local, as the
+#: v0.1.0 traces were published without it: its challenge and token are visible in the step itself).
+_CONFIRMATION = "confirmation"
 #: The server's addition to the envelope: the step carries it as ``audit_event_id``, not the result.
 _AUDIT_EVENT_ID = "audit_event_id"
 
@@ -125,6 +130,8 @@ class TraceStep(_TraceModel):
     phase: str
     note: str | None = None
     user_approval: str | None = None
+    #: What the server asked the user through the host during the call (as sent) and the user's answers.
+    host_dialog: list[dict[str, Any]] | None = None
     setup: list[dict[str, str]] | None = None
     input_sources: dict[str, str] | None = None
     truncated: dict[str, Any] | None = None
@@ -186,6 +193,28 @@ REDACTION_RULES: dict[str, Any] = {
     },
     "customers": "synthetic people with 555 numbers and example.com addresses; redacted all the same",
 }
+#: The rules only traces of a confirmation through the host need (the others keep their bytes).
+HOST_REDACTION: dict[str, Any] = {
+    "redacted": ["what the user typed into a host form other than a yes/no (a verification code)"],
+    "aliases": {
+        "summary_hash_alias_<n>": "the audit's SHA-256 of the approval summary the host showed (a digest of "
+        "the customer's name, and different under replay's customer)",
+        "payload_hash_alias_<n>": "the audit's SHA-256 of the booking payload (a digest of the customer's "
+        "contacts)",
+    },
+}
+
+
+def _host_recording(protocol_version: str | None) -> dict[str, Any]:
+    return {
+        "host": "the MCP SDK client declares form elicitation and plays the host's dialog (its elicitation "
+        "callback): each request the server sent the user is in steps[].host_dialog as sent, with the "
+        "answer the scenario's user gave",
+        "mcp_protocol_version": protocol_version,
+        "confirmation_shape": "in-request elicitation/create: the client negotiates the revision by the "
+        "initialize handshake, so the server asks while the call is open (the 2026-07-28 input_required "
+        "round trip needs a client that negotiates that revision)",
+    }
 
 
 def _register_identifiers(aliaser: Aliaser, steps: Sequence[Step]) -> None:
@@ -196,8 +225,21 @@ def _register_identifiers(aliaser: Aliaser, steps: Sequence[Step]) -> None:
             aliaser.register("booking", [value.get("booking_id")])
         if step.tool == "booking.status" and step.result.get("ok") and isinstance(value, dict):
             aliaser.register("booking", [value.get("id")])
-        upstream = (_audit_view(step.audit) or {}).get("upstream") or {}
-        aliaser.register("request", [upstream.get("request_id")])
+        view = _audit_view(step.audit) or {}
+        aliaser.register("request", [(view.get("upstream") or {}).get("request_id")])
+        for record in _confirmation_records(view.get(_CONFIRMATION)):
+            aliaser.register("summary_hash", [record.get("summary_hash")])
+            aliaser.register("payload_hash", [record.get("payload_hash")])
+
+
+def _confirmation_records(record: Any) -> list[dict[str, Any]]:
+    if not isinstance(record, dict):
+        return []
+    return [*record.get("earlier", []), record]
+
+
+def _through_host(record: Any) -> bool:
+    return any(item.get("mode") == "elicitation" for item in _confirmation_records(record))
 
 
 def _slot_key(slot: dict[str, Any]) -> tuple[str, str, str, str]:
@@ -266,6 +308,8 @@ def _audit_view(audit: dict[str, Any] | None) -> dict[str, Any] | None:
     # Everything kept is deterministic: created_at is the server's frozen instant, and upstream is the
     # last-*issued* platform call (not the last to answer), so only request ids and RateLimit readings vary.
     view = {key: audit[key] for key in _AUDIT_FIELDS if audit.get(key) is not None}
+    if _through_host(audit.get(_CONFIRMATION)):
+        view[_CONFIRMATION] = audit[_CONFIRMATION]
     upstream = view.get("upstream")
     if isinstance(upstream, dict) and isinstance(upstream.get("ratelimit"), dict):
         readings = {
@@ -274,6 +318,20 @@ def _audit_view(audit: dict[str, Any] | None) -> dict[str, Any] | None:
         }
         view["upstream"] = upstream | {"ratelimit": readings}
     return view
+
+
+def _host_view(exchange: HostExchange, scrub_text: Callable[[str], str]) -> dict[str, Any]:
+    """One host exchange for the trace: the message scrubbed, the form as sent, only yes/no answers kept."""
+    params = dict(exchange.request["params"])
+    if isinstance(params.get("message"), str):
+        params["message"] = scrub_text(params["message"])
+    response = dict(exchange.response)
+    if isinstance(response.get("content"), dict):
+        # A yes/no is the user's choice; anything typed (a verification code) is a secret.
+        response["content"] = {
+            key: value if isinstance(value, bool) else REDACTED for key, value in response["content"].items()
+        }
+    return exchange.to_wire() | {"request": exchange.request | {"params": params}, "response": response}
 
 
 def _without_audit_id(result: dict[str, Any]) -> dict[str, Any]:
@@ -289,10 +347,22 @@ def build_trace(
     mandate: dict[str, Any] | None,
     receipt: dict[str, Any] | None,
     redactor: Redactor | None = None,
+    protocol_version: str | None = None,
 ) -> Trace:
-    """The redacted, aliased trace of a recorded run (``clock``: the frozen instant, RFC 3339)."""
+    """The redacted, aliased trace of a recorded run (``clock``: the frozen instant, RFC 3339).
+
+    ``protocol_version``: the MCP revision the client negotiated, recorded when the host was asked.
+    """
     redactor = redactor or Redactor()
-    known = redactor.discover(*(snapshot for step in steps for snapshot in (step.input, step.result)))
+    typed = [
+        value
+        for step in steps
+        for exchange in step.host_dialog
+        for value in (exchange.response.get("content") or {}).values()
+        if isinstance(value, str)
+    ]
+    snapshots = (snapshot for step in steps for snapshot in (step.input, step.result))
+    known = redactor.discover(*snapshots) | frozenset(typed)
     aliaser = Aliaser()
     _register_identifiers(aliaser, steps)
     approvals = _user_approvals(steps)
@@ -319,6 +389,11 @@ def build_trace(
             phase=step.phase,
             note=step.note,
             user_approval=redactor.scrub_text(approvals[index], known) if index in approvals else None,
+            host_dialog=[
+                aliaser.apply(_host_view(exchange, lambda text: redactor.scrub_text(text, known)))
+                for exchange in step.host_dialog
+            ]
+            or None,
             setup=[dict(action) for action in step.setup] or None,
             input_sources=dict(step.input_sources) or None,
             truncated=_truncation(step, selected),
@@ -328,6 +403,7 @@ def build_trace(
         )
         for index, step in enumerate(steps)
     ]
+    hosted = any(step.host_dialog for step in steps)
     return Trace(
         name=name,
         source=SOURCE,
@@ -338,9 +414,16 @@ def build_trace(
         steps=trace_steps,
         receipt=clean(receipt) if receipt is not None else None,
         audit_event_ids=[step.audit_event_id for step in trace_steps if step.audit_event_id is not None],
-        recording=RECORDING,
-        redaction_rules=REDACTION_RULES,
+        recording=RECORDING | _host_recording(protocol_version) if hosted else RECORDING,
+        redaction_rules=_with_host_rules(REDACTION_RULES) if hosted else REDACTION_RULES,
     )
+
+
+def _with_host_rules(rules: dict[str, Any]) -> dict[str, Any]:
+    return rules | {
+        "redacted": [*rules["redacted"], *HOST_REDACTION["redacted"]],
+        "aliases": rules["aliases"] | HOST_REDACTION["aliases"],
+    }
 
 
 def dump_trace(trace: Trace) -> str:

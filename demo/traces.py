@@ -15,11 +15,15 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 from pathlib import Path
+
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from osbp.demo.client import OsbpClient, ServerConfig
 from osbp.demo.gallery import GALLERY, GALLERY_NOW, GalleryScenario, Play
-from osbp.demo.recorder import AuditTail, RecordingAgent
+from osbp.demo.playbook import read_code_from_phone
+from osbp.demo.recorder import AuditTail, RecordingAgent, RecordingHost, unbound_summaries
 from osbp.demo.stack import PlatformControl, running_platform
 from osbp.demo.trace_format import (
     Trace,
@@ -94,6 +98,11 @@ def _check_claims(scenario: GalleryScenario, trace: Trace) -> None:
     replays = [step for step in trace.steps if (step.result.get("osbp_runtime") or {}).get("idempotency")]
     if scenario.outcome == "same_receipt_replayed" and not replays:
         raise RecordingError(f"{scenario.id}: no step replayed the receipt from the idempotency cache")
+    answers = tuple(
+        exchange["response"].get("action") for step in trace.steps for exchange in step.host_dialog or []
+    )
+    if answers != scenario.host_answers:
+        raise RecordingError(f"{scenario.id}: the host was answered {answers}, not {scenario.host_answers}")
 
 
 async def _record_one(
@@ -101,8 +110,18 @@ async def _record_one(
 ) -> Trace:
     await control.reset()
     agent = RecordingAgent(client, control, scenario.vertical.organization_id, AuditTail(audit_log))
+    if isinstance(client.host, RecordingHost):
+        # The user types into the host's code form what the merchant sent to their phone.
+        purpose = f"booking:{scenario.vertical.organization_id}"
+        client.host.code_source = partial(read_code_from_phone, agent, purpose)
     play = Play(agent=agent, vertical=scenario.vertical, now=now, scenario_id=scenario.id)
     await scenario.play(play)
+    if scenario.host_answers and client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        # The README and the trace say the host was asked in-request; a round-trip client would need its own.
+        raise RecordingError(f"{scenario.id}: the client negotiated {client.protocol_version}")
+    for step in agent.steps:
+        for problem in unbound_summaries(step):
+            raise RecordingError(f"{scenario.id}: {step.tool}: {problem}")
     trace = build_trace(
         name=scenario.id,
         scenario=_scenario_block(scenario, play),
@@ -110,6 +129,7 @@ async def _record_one(
         steps=agent.steps,
         mandate=play.mandate.to_wire() if play.mandate is not None else None,
         receipt=play.receipt,
+        protocol_version=client.protocol_version if scenario.host_answers else None,
     )
     _check_claims(scenario, trace)
     return trace
@@ -141,13 +161,39 @@ async def record_gallery(
 
                     return run
 
-                jobs.append(ServerJob(config, workdir / f"{scenario.id}-stderr.log", [(turn, work())]))
+                # A scenario confirmed through the host gets a client that declares form elicitation.
+                host = RecordingHost(scenario.host_answers) if scenario.host_answers else None
+                errlog = workdir / f"{scenario.id}-stderr.log"
+                jobs.append(ServerJob(config, errlog, [(turn, work())], host=host))
             await run_in_turns(jobs)
     return {scenario.id: traces[scenario.id] for scenario in scenarios}
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _host_paragraph(traces: Sequence[Trace]) -> list[str]:
+    """What the traces confirmed through the host show, and which shape of elicitation they record."""
+    hosted = [trace for trace in traces if any(step.host_dialog for step in trace.steps)]
+    if not hosted:
+        return []
+    names = ", ".join(f"[{trace.name}]({trace.name}.json)" for trace in hosted)
+    versions = ", ".join(sorted({str(trace.recording.get("mcp_protocol_version")) for trace in hosted}))
+    return [
+        "Confirmed through the host (MCP elicitation) instead of by the approval token:",
+        f"{names}.",
+        "The client declares form elicitation and plays the host's dialog; each booking.create step keeps,",
+        "in `host_dialog`, every request the server sent the user during the call (the summary and the",
+        "yes/no form, or the form for the verification code, as sent) and the user's answer (a typed code",
+        "`[redacted]`), and in `audit.confirmation` the mode, the summary and payload hashes (aliased) and",
+        "the answers. The shape recorded is the classic in-request `elicitation/create`,",
+        "because that is what `make demo`'s client negotiates: the SDK's `initialize` handshake settles on",
+        f"MCP {versions}, where the server asks while the call is open. The 2026-07-28 `input_required`",
+        "round trip needs a client that negotiates that revision; the demo's does not, and the gallery",
+        "records what the demo does.",
+        "",
+    ]
 
 
 def render_index(traces: Sequence[Trace]) -> str:
@@ -163,6 +209,7 @@ def render_index(traces: Sequence[Trace]) -> str:
         "gallery layout (its keys, in its order, with its types) plus extra keys of ours; `docs/demo.md`",
         "describes every field and what the layout does not promise.",
         "",
+        *_host_paragraph(traces),
         "| trace | scenario | claim | guardrails shown |",
         "|---|---|---|---|",
     ]

@@ -81,7 +81,7 @@ def test_the_shipped_scenario_file_holds_the_demo_verticals_and_the_gallery_runs
     assert VERTICALS["notary"].modality == "remote"
     assert VERTICALS["dental"].customer.given_name == "Jordan"
     assert list(SCENARIOS.gallery_verticals) == ["fixture"]
-    assert len(SCENARIOS.gallery) == 14
+    assert len(SCENARIOS.gallery) == 17
     assert load_scenarios(SHIPPED) == SCENARIOS
 
 
@@ -94,7 +94,18 @@ def test_the_shipped_scenario_file_holds_the_demo_verticals_and_the_gallery_runs
         ("max_price_minor = 5000", 'max_price_minor = "5000"', "verticals.notary.max_price_minor: Input"),
         ('preferred_time = "11:00"', 'preferred_time = "11am"', "verticals.notary.preferred_time: String"),
         ('vertical = "spa"\nplay = "rate_l', 'vertical = "sauna"\nplay = "rate_l', "vertical 'sauna'"),
-        ('play = "slot_taken"', 'play = "refusal"', "gallery[12]: Value error, a refusal block is required"),
+        ('play = "slot_taken"', 'play = "refusal"', "gallery[15]: Value error, a refusal block is required"),
+        ('host_answers = ["accept"]\n', "", "gallery[4]: Value error, host_answers are required for play"),
+        (
+            'host_answers = ["accept"]',
+            'host_answers = ["maybe"]',
+            "gallery[4].host_answers[0]: Input should be",
+        ),
+        (
+            'play = "happy"\noutcome',
+            'play = "happy"\nhost_answers = ["accept"]\noutcome',
+            "gallery[0]: Value",
+        ),
         ('play = "happy"', 'play = "sing"', "gallery[0].play: Input should be 'happy'"),
         ("[verticals.spa]", "[verticals.spa", "not valid TOML"),
     ],
@@ -106,6 +117,9 @@ def test_the_shipped_scenario_file_holds_the_demo_verticals_and_the_gallery_runs
         "bad-time",
         "unknown-vertical",
         "refusal-without-block",
+        "host-play-without-answers",
+        "unknown-host-answer",
+        "host-answers-without-host-play",
         "unknown-play",
         "not-toml",
     ],

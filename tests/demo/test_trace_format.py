@@ -1,9 +1,10 @@
 """How a recorded run becomes a gallery trace: redacted, aliased, shortened, byte-stable."""
 
 import json
+from dataclasses import replace
 from typing import Any
 
-from osbp.demo.recorder import FROM_CHALLENGE, Step
+from osbp.demo.recorder import FROM_CHALLENGE, HostExchange, Step
 from osbp.demo.trace_format import (
     KEPT_SLOTS,
     RATELIMIT_PLACEHOLDER,
@@ -207,3 +208,100 @@ def test_the_audit_event_id_moves_from_the_result_to_the_step():
         assert "audit_event_id" not in step["result"]
         assert step["audit_event_id"].startswith("aud_alias_")
         assert "id" not in step["audit"]
+
+
+SUMMARY = "Book X. The merchant will see the customer name: Sentinel Zebrafinch."
+SUMMARY_HASH = "1f" * 32
+PAYLOAD_HASH = "2e" * 32
+
+
+def _host_step(*, content: dict[str, Any], confirmation: dict[str, Any]) -> Step:
+    """A booking.create during which the server asked the user through the host."""
+    asked = HostExchange(
+        request={
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": f"Final confirmation: book this appointment?\n\n{SUMMARY}",
+                "requestedSchema": {"type": "object", "properties": {"confirm": {"type": "boolean"}}},
+            },
+        },
+        response={"action": "accept", "content": content},
+    )
+    audit = _audit("aud_444", "POST /api/organizations/o/appointments", "uuid-4") | {
+        "confirmation": confirmation
+    }
+    return Step(
+        tool="booking.create",
+        phase="host_confirmation",
+        input={"idempotency_key": "k2", "customer": CUSTOMER},
+        result={"ok": True, "value": {"id": "receipt_k2"}, "audit_event_id": "aud_444"},
+        audit=audit,
+        platform_write=True,
+        platform_create_requests=1,
+        host_dialog=(asked,),
+    )
+
+
+def _built(steps: list[Step]) -> dict[str, Any]:
+    """The trace of ``steps``, as its file holds it."""
+    trace = build_trace(
+        name="unit",
+        scenario=SCENARIO,
+        clock="2030-05-06T13:00:00.000Z",
+        steps=steps,
+        mandate=None,
+        receipt=None,
+    )
+    loaded: dict[str, Any] = json.loads(dump_trace(trace))
+    return loaded
+
+
+ELICITED = {"mode": "elicitation", "summary_hash": SUMMARY_HASH, "payload_hash": PAYLOAD_HASH}
+
+
+def test_a_host_dialog_keeps_the_form_as_sent_with_the_customer_scrubbed_and_typed_values_redacted():
+    """MCP elicitation (form mode): the trace shows what the user saw; what they typed stays secret."""
+    step = _host_step(
+        content={"confirm": True, "code": "482913"}, confirmation=ELICITED | {"answer": "accept"}
+    )
+    text = dump_trace(load_trace(json.dumps(_built([step]))))
+    assert "Zebrafinch" not in text
+    assert "482913" not in text
+    [exchange] = json.loads(text)["steps"][0]["host_dialog"]
+    assert exchange["request"]["params"]["message"].endswith(f"customer name: {REDACTED}.")
+    assert exchange["request"]["params"]["requestedSchema"]["properties"] == {"confirm": {"type": "boolean"}}
+    assert exchange["response"] == {"action": "accept", "content": {"confirm": True, "code": REDACTED}}
+
+
+def test_the_host_confirmation_record_is_kept_with_its_hashes_aliased():
+    """OSBP audit (platform choice): the hashes bind the answer; digests of the customer are aliased."""
+    trace = _built(
+        [_host_step(content={"confirm": True}, confirmation=ELICITED | {"answer": "accept", "earlier": []})]
+    )
+    text = json.dumps(trace)
+    assert SUMMARY_HASH not in text
+    assert PAYLOAD_HASH not in text
+    assert trace["steps"][0]["audit"]["confirmation"] == {
+        "mode": "elicitation",
+        "summary_hash": "summary_hash_alias_1",
+        "payload_hash": "payload_hash_alias_1",
+        "answer": "accept",
+        "earlier": [],
+    }
+    assert "summary_hash_alias_<n>" in trace["redaction_rules"]["aliases"]
+    assert trace["recording"]["mcp_protocol_version"] is None  # not given to build_trace here
+
+
+def test_a_token_path_confirmation_record_stays_out_of_the_trace():
+    """Platform choice: the v0.1.0 token traces keep their published bytes; their challenge shows the gate."""
+    steps = _steps()
+    steps[1] = replace(
+        steps[1],
+        audit=(steps[1].audit or {})
+        | {"confirmation": {"mode": "token", "summary_hash": SUMMARY_HASH, "payload_hash": PAYLOAD_HASH}},
+    )
+    trace = _built(steps)
+    assert "confirmation" not in trace["steps"][1]["audit"]
+    assert "host" not in trace["recording"]
+    assert "summary_hash_alias_<n>" not in trace["redaction_rules"]["aliases"]

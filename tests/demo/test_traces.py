@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from osbp.demo.gallery import GALLERY
 from osbp.demo.scenarios import VERTICALS
 from osbp.demo.trace_format import dump_trace, load_trace
 from osbp.protocol.contact_shapes import EMAIL_PATTERN, PHONE_PATTERNS
+from osbp.server.confirmation import CODE_MESSAGE, CODE_SCHEMA, CONFIRM_SCHEMA, confirmation_message
 from osbp.server.redaction import REDACTED
 from tests.support.paths import GALLERY_DIR, REPO
 
@@ -25,6 +27,7 @@ RAW_SHAPES = {
     "approval token": re.compile(r"apv_[A-Za-z0-9_\-]{8,}"),
     "provider image URL": re.compile(r"https?://images\."),
     "six-digit code": re.compile(r"(?<![\d.:\-])\d{6}(?![\d.:\-])"),
+    "SHA-256 digest (a summary or payload hash)": re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])"),
 }
 #: A server timestamp (audit created_at): only the frozen instant of the trace's clock may appear.
 SERVER_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z")
@@ -79,6 +82,8 @@ def test_no_trace_carries_a_secret_a_contact_or_a_raw_volatile_value(path: Path)
         secret_field = where[-1] in {"token", "verification_code", "phone", "email", "display_name"}
         if (secret_field or where[-1] == "provider_image_url") and "input_sources" not in where:
             assert value == REDACTED, where
+        if where[:2] == ("steps", "host_dialog") and where[-2] == "content" and not isinstance(value, bool):
+            assert value == REDACTED, where  # typed into a host form: a code is a secret
 
 
 #: The upstream OSBP v0.1.0 gallery layout (osbp-dev/osbp, traces/v0.1.0/*.json): each object's keys in
@@ -173,9 +178,119 @@ def test_every_trace_carries_our_extras(path: Path):
             assert {"deprecation", "sunset"} <= set(upstream), f"step {number}"
     if scenario["expected"]["happy_path"] != "no_booking_created":
         phases = [step["phase"] for step in trace["steps"]]
-        assert "approval_preflight" in phases
-        assert "approved_retry" in phases
+        if any("host_dialog" in step for step in trace["steps"]):
+            assert "host_confirmation" in phases  # the user confirmed in the host's dialog instead
+        else:
+            assert "approval_preflight" in phases
+            assert "approved_retry" in phases
         assert trace["receipt"]["booking_id"].startswith("booking_alias_")
+
+
+def _host_traces() -> list[Path]:
+    return [
+        path
+        for path in TRACE_FILES
+        if any("host_dialog" in step for step in json.loads(path.read_text(encoding="utf-8"))["steps"])
+    ]
+
+
+HOST_TRACES = _host_traces()
+
+
+def test_the_gallery_shows_the_host_accepting_declining_and_collecting_the_code():
+    """MCP elicitation (form mode, response actions): the gallery records an accepted and a declined
+    confirmation, and a verification code entered in the host's form."""
+    answers = {
+        ("code" if exchange["request"]["params"]["requestedSchema"] == CODE_SCHEMA else "confirm", action)
+        for path in HOST_TRACES
+        for step in json.loads(path.read_text(encoding="utf-8"))["steps"]
+        for exchange in step.get("host_dialog", [])
+        for action in [exchange["response"]["action"]]
+    }
+    assert {("confirm", "accept"), ("confirm", "decline"), ("code", "accept")} <= answers
+    index = (GALLERY_DIR / "README.md").read_text(encoding="utf-8")
+    for path in HOST_TRACES:
+        assert "Confirmed through the host (MCP elicitation) instead of by the approval token:" in index
+        assert f"[{path.stem}]({path.name})" in index
+    assert "The shape recorded is the classic in-request `elicitation/create`" in index
+
+
+def _token_path_summary(trace: dict[str, Any]) -> str:
+    """The summary a token-path trace of the same merchant and slot showed the user."""
+    for path in TRACE_FILES:
+        other = json.loads(path.read_text(encoding="utf-8"))
+        if other["scenario"].get("selection") != trace["scenario"]["selection"]:
+            continue
+        approvals = [step["user_approval"] for step in other["steps"] if "user_approval" in step]
+        if approvals:
+            return str(approvals[0])
+    raise AssertionError(f"no token-path trace books {trace['name']}'s slot")
+
+
+#: The audit's answer for each host form and the user's action on it (code forms record code_*).
+AUDITED_ANSWER = {
+    ("confirm", "accept"): "accept",
+    ("confirm", "decline"): "decline",
+    ("confirm", "cancel"): "cancel",
+    ("code", "accept"): "code_entered",
+    ("code", "cancel"): "code_refused",
+}
+
+
+@pytest.mark.parametrize("path", HOST_TRACES, ids=lambda path: path.stem)
+def test_a_host_confirmation_records_the_forms_the_user_saw_the_answers_and_what_the_audit_bound(path: Path):
+    """MCP elicitation (form mode): the summary and the forms as sent, the answers, and the audit's
+    confirmation records binding them by hash; the agent never holds a token or the code."""
+    trace = json.loads(path.read_text(encoding="utf-8"))
+    assert "approval.token" not in json.dumps(trace["steps"])  # no challenge: the agent never holds one
+    assert trace["recording"]["mcp_protocol_version"] in HANDSHAKE_PROTOCOL_VERSIONS  # the in-request shape
+    # The same summary the token path shows for the same slot, customer and clock.
+    summary = _token_path_summary(trace)
+    hosted = [step for step in trace["steps"] if "host_dialog" in step]
+    for step in hosted:
+        assert (step["tool"], step["phase"]) == ("booking.create", "host_confirmation")
+        assert not {"approval", "verification_code"} & set(step["input"])
+        audited = []
+        for exchange in step["host_dialog"]:
+            request, answer = exchange["request"], exchange["response"]
+            assert (request["method"], request["params"]["mode"]) == ("elicitation/create", "form")
+            form = "confirm" if "confirm" in request["params"]["requestedSchema"]["properties"] else "code"
+            if form == "confirm":
+                assert request["params"]["requestedSchema"] == CONFIRM_SCHEMA
+                assert request["params"]["message"] == confirmation_message(summary)
+                assert answer.get("content") == ({"confirm": True} if answer["action"] == "accept" else None)
+            else:
+                assert request["params"]["requestedSchema"] == CODE_SCHEMA
+                assert request["params"]["message"] == CODE_MESSAGE
+                assert answer.get("content") == ({"code": REDACTED} if answer["action"] == "accept" else None)
+            audited.append(AUDITED_ANSWER[form, answer["action"]])
+        record = step["audit"]["confirmation"]
+        records = [
+            *record.get("earlier", []),
+            {key: value for key, value in record.items() if key != "earlier"},
+        ]
+        assert [item["answer"] for item in records] == audited
+        for item in records:
+            assert item["mode"] == "elicitation"
+            assert (item["summary_hash"], item["payload_hash"]) == (
+                "summary_hash_alias_1",
+                "payload_hash_alias_1",
+            )
+    final = hosted[-1]
+    if final["host_dialog"][-1]["response"]["action"] == "accept":
+        assert final["result"]["ok"] is True
+        # One create, and one more with the code for each code form: the first wanted a verification.
+        codes = [
+            exchange
+            for exchange in final["host_dialog"]
+            if exchange["response"].get("content", {}).get("code")
+        ]
+        assert (final["platform_write"], final["platform_create_requests"]) == (True, 1 + len(codes))
+    else:
+        problem = final["result"]["problem"]
+        assert (problem["code"], problem["retryable"]) == ("requires_user_confirmation", False)
+        assert (final["platform_write"], final["platform_create_requests"]) == (False, 0)
+        assert "receipt" not in trace
 
 
 @pytest.mark.integration
@@ -211,6 +326,20 @@ def test_the_whole_gallery_replays_as_recorded():
     assert f"{len(TRACE_FILES)}/{len(TRACE_FILES)} traces replayed as recorded" in result.stdout
 
 
+def _replay_tampered(trace: dict[str, Any], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`osbp traces replay` of ``trace`` written to a file."""
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(trace), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "osbp", "traces", "replay", str(tampered)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
 @pytest.mark.integration
 def test_replay_fails_when_the_server_no_longer_answers_as_recorded(tmp_path):
     """OSBP spec, Demo Trace: replay is a real check; a changed Problem code or audited upstream call is
@@ -221,18 +350,29 @@ def test_replay_fails_when_the_server_no_longer_answers_as_recorded(tmp_path):
     lookup = next(step for step in trace["steps"] if step["tool"] == "availability.find")
     organization = lookup["audit"]["upstream"]["call"].removesuffix("/availability")
     lookup["audit"]["upstream"]["call"] = organization
-    tampered = tmp_path / "tampered.json"
-    tampered.write_text(json.dumps(trace), encoding="utf-8")
-    result = subprocess.run(
-        [sys.executable, "-m", "osbp", "traces", "replay", str(tampered)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = _replay_tampered(trace, tmp_path)
     assert result.returncode == 1
     assert "result.problem.code: expected 'price_exceeds_mandate', got 'currency_mismatch'" in result.stdout
     assert f"audit.upstream.call: expected {organization!r}, got {organization + '/availability'!r}" in (
         result.stdout
     )
+
+
+@pytest.mark.integration
+def test_replay_gives_the_host_the_recorded_answer_and_checks_the_form_the_server_sent(tmp_path):
+    """MCP elicitation (form mode): replay answers the host's form as the trace's user did, and a changed
+    summary or answer is caught."""
+    trace = json.loads((GALLERY_DIR / "host_confirmation.json").read_text(encoding="utf-8"))
+    [step] = [step for step in trace["steps"] if "host_dialog" in step]
+    [exchange] = step["host_dialog"]
+    params = exchange["request"]["params"]
+    params["message"] = params["message"].replace("Price: £95.00", "Price: £90.00")
+    exchange["response"] = {"action": "decline"}  # the replay's user now declines: nothing is booked
+    result = _replay_tampered(trace, tmp_path)
+    assert result.returncode == 1
+    number = step["step"]
+    assert f"step {number} host_dialog[0].request.params.message: expected " in result.stdout
+    assert "Price: £90.00" in result.stdout
+    assert "Price: £95.00" in result.stdout
+    assert f"step {number} result.ok: expected True, got False" in result.stdout
+    assert f"step {number} audit.confirmation.answer: expected 'accept', got 'decline'" in result.stdout
