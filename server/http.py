@@ -15,6 +15,12 @@ knows and the revisions current hosts negotiate. Around it, outermost first:
    ``request_timeout_s`` (``408``) and be at most ``max_body_bytes`` (``413``); a ``tools/call`` whose tool
    needs a scope the token lacks is ``403 insufficient_scope`` naming the scope, before the call runs.
 
+Host confirmation (:mod:`osbp.server.confirmation`) works here for 2026-07-28 clients, whose requests
+carry their capabilities: the ``input_required`` request state is sealed under ``OSBP_REQUEST_STATE_KEY``
+(:func:`request_state_security`; replicas must share it), and with authorization a client declaring
+URL-mode elicitation confirms on the page at ``/confirm/<secret>`` (:mod:`osbp.server.confirmation_page`,
+outside bearer authorization: a browser has no token; behind the Host/Origin allow-lists).
+
 uvicorn adds the connection limits: ``max_connections`` served at once (``503`` beyond), idle keep-alive
 connections closed after 5 s, incomplete HTTP events capped at 64 KiB.
 
