@@ -137,14 +137,21 @@ def page_url(first: InputRequiredResult) -> str:
     return params.url
 
 
-async def answer_page(http: httpx2.AsyncClient, url: str, decision: str = "confirm") -> httpx2.Response:
-    """The user's browser: open the page, then press one of its buttons."""
+async def opened(http: httpx2.AsyncClient, url: str) -> str:
+    """The user's browser opens the page (no bearer token): the summary hash its form carries."""
     page = await http.get(url, headers={"Authorization": ""})
     assert page.status_code == 200, page.text
     shown = re.search(r'name=summary_hash value="([0-9a-f]{64})"', page.text)
     assert shown is not None
-    form = {"decision": decision, "summary_hash": shown.group(1)}
-    return await http.post(url, data=form, headers={"Origin": ORIGIN, "Authorization": ""})
+    return shown.group(1)
+
+
+async def answer_page(
+    http: httpx2.AsyncClient, url: str, decision: str = "confirm", *, origin: str = ORIGIN
+) -> httpx2.Response:
+    """The user's browser: open the page, then press one of its buttons."""
+    form = {"decision": decision, "summary_hash": await opened(http, url)}
+    return await http.post(url, data=form, headers={"Origin": origin, "Authorization": ""})
 
 
 def create_events(tmp_path: Path) -> list[dict[str, Any]]:
@@ -419,3 +426,22 @@ async def test_a_client_declaring_only_form_elicitation_keeps_the_form_over_auth
     result = answer.json()["result"]
     assert result["resultType"] == "input_required", result
     assert result["inputRequests"][CONFIRM_KEY]["params"]["mode"] == "form"
+
+
+async def test_an_answer_posted_from_a_foreign_origin_is_refused_and_the_page_stays_open(
+    adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, tmp_path: Path, issuer: Issuer, alice: str
+) -> None:
+    """MCP Streamable HTTP security (Origin validation): another site cannot answer the page."""
+    async with (
+        replica(adapter, audit, clock, settings_for(tmp_path, issuer=issuer), alice) as http,
+        mcp_client(http, never) as client,
+    ):
+        first = await first_round(client)
+        url = page_url(first)
+        forged = await answer_page(http, url, origin="https://evil.example")
+        still = await http.get(url, headers={"Authorization": ""})
+        early = envelope_of(await retry(client, first))
+    assert forged.status_code == 403
+    assert still.status_code == 200
+    assert early["problem"]["code"] == "confirmation_pending"
+    assert adapter.creates == 0
