@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from mcp.types import (
     InputRequiredResult,
 )
 
-from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
+from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN, APPROVAL_TTL
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.core import OsbpCore
@@ -215,6 +215,24 @@ def alice(issuer: Issuer) -> str:
     return issuer.token(URL, subject="alice@example.org")
 
 
+@dataclass(frozen=True, slots=True)
+class Served:
+    """An authorized replica (URL mode on) and Alice's client on it, whose rounds the test answers."""
+
+    http: httpx2.AsyncClient
+    client: Client
+
+
+@pytest.fixture
+async def served(
+    adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, tmp_path: Path, issuer: Issuer, alice: str
+) -> AsyncIterator[Served]:
+    """One authorized replica and Alice's client."""
+    settings = settings_for(tmp_path, issuer=issuer)
+    async with replica(adapter, audit, clock, settings, alice) as http, mcp_client(http, never) as client:
+        yield Served(http, client)
+
+
 async def test_a_booking_confirmed_on_the_page_books_once_and_the_audit_says_url(
     adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, tmp_path: Path, issuer: Issuer, alice: str
 ) -> None:
@@ -260,16 +278,13 @@ async def token_summary(adapter: MemoryAdapter, audit: AuditLog, clock: FixedClo
 
 
 async def test_the_page_escapes_the_summary_and_refuses_framing_caching_and_referrers(
-    adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, tmp_path: Path, issuer: Issuer, alice: str
+    adapter: MemoryAdapter, served: Served
 ) -> None:
     """Platform choice (URL mode): the summary is shown as text, on a page no other site can frame."""
     customer = create_args()["customer"] | {"display_name": "Jane <b>Bold</b> & Co"}
-    async with (
-        replica(adapter, audit, clock, settings_for(tmp_path, issuer=issuer), alice) as http,
-        mcp_client(http, never) as client,
-    ):
-        first = await first_round(client, customer=customer)
-        page = await http.get(page_url(first), headers={"Authorization": ""})
+    http, client = served.http, served.client
+    first = await first_round(client, customer=customer)
+    page = await http.get(page_url(first), headers={"Authorization": ""})
     assert page.status_code == 200
     assert "Jane &lt;b&gt;Bold&lt;/b&gt; &amp; Co" in page.text
     assert "<b>Bold</b>" not in page.text
@@ -280,15 +295,11 @@ async def test_the_page_escapes_the_summary_and_refuses_framing_caching_and_refe
 
 
 async def test_a_retry_before_the_page_is_confirmed_books_nothing_and_is_retryable(
-    adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, tmp_path: Path, issuer: Issuer, alice: str
+    adapter: MemoryAdapter, tmp_path: Path, served: Served
 ) -> None:
     """Platform choice (URL mode): the host's accept only opened the page; the page's yes is what books."""
-    async with (
-        replica(adapter, audit, clock, settings_for(tmp_path, issuer=issuer), alice) as http,
-        mcp_client(http, never) as client,
-    ):
-        first = await first_round(client)
-        early = envelope_of(await retry(client, first))
+    first = await first_round(served.client)
+    early = envelope_of(await retry(served.client, first))
     assert early["ok"] is False
     assert early["problem"]["code"] == "confirmation_pending"
     assert early["problem"]["retryable"] is True
@@ -297,22 +308,17 @@ async def test_a_retry_before_the_page_is_confirmed_books_nothing_and_is_retryab
     assert create_events(tmp_path)[-1]["confirmation"]["answer"] == "pending"
 
 
-async def test_a_used_page_cannot_be_answered_again(
-    adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, tmp_path: Path, issuer: Issuer, alice: str
-) -> None:
+async def test_a_used_page_cannot_be_answered_again(adapter: MemoryAdapter, served: Served) -> None:
     """Platform choice (URL mode): a page is single-use; after its booking it refuses every answer."""
-    async with (
-        replica(adapter, audit, clock, settings_for(tmp_path, issuer=issuer), alice) as http,
-        mcp_client(http, never) as client,
-    ):
-        first = await first_round(client)
-        url = page_url(first)
-        assert (await answer_page(http, url)).status_code == 200
-        assert envelope_of(await retry(client, first))["ok"] is True
-        shown = await http.get(url, headers={"Authorization": ""})
-        again = await http.post(
-            url, data={"decision": "confirm", "summary_hash": "0" * 64}, headers={"Origin": ORIGIN}
-        )
+    http, client = served.http, served.client
+    first = await first_round(client)
+    url = page_url(first)
+    assert (await answer_page(http, url)).status_code == 200
+    assert envelope_of(await retry(client, first))["ok"] is True
+    shown = await http.get(url, headers={"Authorization": ""})
+    again = await http.post(
+        url, data={"decision": "confirm", "summary_hash": "0" * 64}, headers={"Origin": ORIGIN}
+    )
     assert shown.status_code == 409
     assert again.status_code == 409
     assert "works once" in again.text
@@ -320,16 +326,14 @@ async def test_a_used_page_cannot_be_answered_again(
 
 
 async def test_an_expired_page_refuses_the_answer_and_its_retry_books_nothing(
-    adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, tmp_path: Path, issuer: Issuer, alice: str
+    adapter: MemoryAdapter, clock: FixedClock, served: Served
 ) -> None:
     """Platform choice (URL mode): the page lives as long as an approval token (--approval-ttl-seconds)."""
-    settings = settings_for(tmp_path, issuer=issuer)
-    async with replica(adapter, audit, clock, settings, alice) as http, mcp_client(http, never) as client:
-        first = await first_round(client)
-        url = page_url(first)
-        clock.advance(timedelta(seconds=settings.approval_ttl_seconds))
-        expired = await http.get(url, headers={"Authorization": ""})
-        late = envelope_of(await retry(client, first))
+    first = await first_round(served.client)
+    url = page_url(first)
+    clock.advance(APPROVAL_TTL)
+    expired = await served.http.get(url, headers={"Authorization": ""})
+    late = envelope_of(await retry(served.client, first))
     assert expired.status_code == 410
     assert late["problem"]["code"] == "confirmation_timeout"
     assert late["problem"]["retryable"] is True
@@ -358,17 +362,12 @@ async def test_another_subjects_retry_of_a_confirmed_page_is_refused_and_books_n
     assert adapter.creates == 1
 
 
-async def test_a_declined_page_is_final_and_books_nothing(
-    adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, tmp_path: Path, issuer: Issuer, alice: str
-) -> None:
+async def test_a_declined_page_is_final_and_books_nothing(adapter: MemoryAdapter, served: Served) -> None:
     """Platform choice (URL mode): the page's decline is the user's no, as in the host's form."""
-    async with (
-        replica(adapter, audit, clock, settings_for(tmp_path, issuer=issuer), alice) as http,
-        mcp_client(http, never) as client,
-    ):
-        first = await first_round(client)
-        declined = await answer_page(http, page_url(first), "decline")
-        answered = envelope_of(await retry(client, first))
+    http, client = served.http, served.client
+    first = await first_round(client)
+    declined = await answer_page(http, page_url(first), "decline")
+    answered = envelope_of(await retry(client, first))
     assert declined.status_code == 200
     assert "Nothing will be booked" in declined.text
     assert answered["problem"]["code"] == "requires_user_confirmation"
@@ -377,20 +376,17 @@ async def test_a_declined_page_is_final_and_books_nothing(
 
 
 async def test_a_price_change_after_the_page_was_confirmed_asks_again_on_a_new_page(
-    adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, tmp_path: Path, issuer: Issuer, alice: str
+    adapter: MemoryAdapter, served: Served
 ) -> None:
     """Platform choice (URL mode): the page confirmed one summary; a changed summary needs a new yes."""
-    async with (
-        replica(adapter, audit, clock, settings_for(tmp_path, issuer=issuer), alice) as http,
-        mcp_client(http, never) as client,
-    ):
-        first = await first_round(client)
-        assert (await answer_page(http, page_url(first))).status_code == 200
-        adapter.price = Money(amount_minor=9900, currency="USD", type="fixed", display="$99.00")
-        asked = await retry(client, first)
-        assert isinstance(asked, InputRequiredResult)
-        new_url = page_url(asked)
-        page = await http.get(new_url, headers={"Authorization": ""})
+    http, client = served.http, served.client
+    first = await first_round(client)
+    assert (await answer_page(http, page_url(first))).status_code == 200
+    adapter.price = Money(amount_minor=9900, currency="USD", type="fixed", display="$99.00")
+    asked = await retry(client, first)
+    assert isinstance(asked, InputRequiredResult)
+    new_url = page_url(asked)
+    page = await http.get(new_url, headers={"Authorization": ""})
     assert new_url != page_url(first)
     assert "$99.00" in page.text
     assert adapter.creates == 0
@@ -429,18 +425,15 @@ async def test_a_client_declaring_only_form_elicitation_keeps_the_form_over_auth
 
 
 async def test_an_answer_posted_from_a_foreign_origin_is_refused_and_the_page_stays_open(
-    adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, tmp_path: Path, issuer: Issuer, alice: str
+    adapter: MemoryAdapter, served: Served
 ) -> None:
     """MCP Streamable HTTP security (Origin validation): another site cannot answer the page."""
-    async with (
-        replica(adapter, audit, clock, settings_for(tmp_path, issuer=issuer), alice) as http,
-        mcp_client(http, never) as client,
-    ):
-        first = await first_round(client)
-        url = page_url(first)
-        forged = await answer_page(http, url, origin="https://evil.example")
-        still = await http.get(url, headers={"Authorization": ""})
-        early = envelope_of(await retry(client, first))
+    http, client = served.http, served.client
+    first = await first_round(client)
+    url = page_url(first)
+    forged = await answer_page(http, url, origin="https://evil.example")
+    still = await http.get(url, headers={"Authorization": ""})
+    early = envelope_of(await retry(client, first))
     assert forged.status_code == 403
     assert still.status_code == 200
     assert early["problem"]["code"] == "confirmation_pending"
