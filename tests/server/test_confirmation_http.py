@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -41,6 +42,7 @@ from osbp.server.audit import AuditLog
 from osbp.server.confirmation import CONFIRM_KEY
 from osbp.server.http import build_app
 from osbp.server.settings import ServerSettings
+from tests.support.logs import capture_logs, events, fields
 from tests.support.mcp import create_args, read_events
 from tests.support.memory_adapter import ORG, MemoryAdapter
 from tests.support.remote import ISSUER, Issuer
@@ -204,6 +206,19 @@ async def test_a_request_state_sealed_under_another_key_is_refused_and_books_not
         with pytest.raises(Exception, match="Invalid or expired requestState"):
             await retry(on_b, first)
     assert adapter.creates == 0
+
+
+def test_without_a_shared_key_the_server_warns_that_its_confirmations_stay_on_this_process(
+    core: OsbpCore, audit: AuditLog, tmp_path: Path
+) -> None:
+    """Platform choice: no key means a per-process one, said at start; a configured key is never logged."""
+    with capture_logs(logging.INFO) as unkeyed:
+        build_app(core, audit, settings_for(tmp_path, key=None))
+    with capture_logs(logging.INFO) as keyed:
+        build_app(core, audit, settings_for(tmp_path))
+    assert events(unkeyed, "request_state_key_ephemeral")
+    assert not events(keyed, "request_state_key_ephemeral")
+    assert all(KEY not in record.getMessage() and KEY not in str(fields(record)) for record in keyed)
 
 
 # --- URL mode: the server's own confirmation page, bound to the subject, single-use, expiring ---
