@@ -453,3 +453,31 @@ async def test_an_answer_posted_from_a_foreign_origin_is_refused_and_the_page_st
     assert still.status_code == 200
     assert early["problem"]["code"] == "confirmation_pending"
     assert adapter.creates == 0
+
+
+async def test_after_the_page_the_verification_code_is_collected_in_the_hosts_form_and_books(
+    adapter: MemoryAdapter, tmp_path: Path, served: Served
+) -> None:
+    """OSBP spec, Verification, with URL mode: the page confirms, then the host's form takes the code."""
+    adapter.requires_verification = True
+    adapter.sent_codes.append("731942")  # verification.send delivered it to the customer
+    first = await first_round(served.client)
+    assert (await answer_page(served.http, page_url(first))).status_code == 200
+    coded = await retry(served.client, first)
+    assert isinstance(coded, InputRequiredResult), coded
+    assert coded.input_requests is not None
+    [(key, ask)] = coded.input_requests.items()
+    assert isinstance(ask.params, ElicitRequestFormParams)
+    booked = await served.client.session.call_tool(
+        CREATE,
+        create_args(),
+        input_responses={key: ElicitResult(action="accept", content={"code": "731942"})},
+        request_state=coded.request_state,
+        allow_input_required=True,
+    )
+    assert envelope_of(booked)["ok"] is True, booked
+    assert adapter.creates == 1
+    assert "731942" not in (tmp_path / "audit" / "events.jsonl").read_text(encoding="utf-8")
+    confirmation = create_events(tmp_path)[-1]["confirmation"]
+    assert confirmation["answer"] == "code_entered"
+    assert confirmation["mode"] == "url"
