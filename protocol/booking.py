@@ -306,7 +306,7 @@ class BookingPipeline:
         assert trail.confirmer is not None
         answer = await trail.confirmer.confirm(inp, summary, summary_hash)
         if isinstance(answer, Refused):
-            step = ConfirmationStep("elicitation", summary_hash, booking_payload_hash(inp), answer.answer)
+            step = ConfirmationStep(trail.host_mode, summary_hash, booking_payload_hash(inp), answer.answer)
             trail.record(step)
             return answer.problem
         accepted = answer.summary_hash == summary_hash
@@ -314,7 +314,7 @@ class BookingPipeline:
         step_hash = answer.summary_hash if accepted else summary_hash
         trail.record(
             ConfirmationStep(
-                "elicitation", step_hash, booking_payload_hash(inp), "accept" if accepted else "asked"
+                trail.host_mode, step_hash, booking_payload_hash(inp), "accept" if accepted else "asked"
             )
         )
         if not accepted:
@@ -390,7 +390,7 @@ class BookingPipeline:
         code = await collector.collect_code(inp)
         summary_hash = trail.steps[-1].summary_hash if trail.steps else ""
         answer: Answer = code.answer if isinstance(code, Refused) else "code_entered"
-        trail.record(ConfirmationStep("elicitation", summary_hash, booking_payload_hash(inp), answer))
+        trail.record(ConfirmationStep(trail.host_mode, summary_hash, booking_payload_hash(inp), answer))
         return code.problem if isinstance(code, Refused) else code
 
     async def _resume(

@@ -32,6 +32,7 @@ from typing import Literal, Protocol, runtime_checkable
 from osbp.protocol.models import BookingCreateInput, Problem
 
 __all__ = [
+    "CONFIRMATION_PENDING",
     "CONFIRMATION_TIMEOUT",
     "CONFIRMATION_UNAVAILABLE",
     "Answer",
@@ -48,18 +49,23 @@ __all__ = [
 
 #: The user did not answer the host's confirmation request in time (retryable: nothing was booked).
 CONFIRMATION_TIMEOUT = "confirmation_timeout"
+#: The retry came before the user answered the confirmation page (retryable: nothing was booked).
+CONFIRMATION_PENDING = "confirmation_pending"
 #: The host could not ask the user (it failed, or it cannot elicit while the operator requires it).
 CONFIRMATION_UNAVAILABLE = "confirmation_unavailable"
 
-ConfirmationMode = Literal["token", "elicitation"]
+#: ``url``: the user confirmed on the server's own confirmation page, opened through the host (URL-mode
+#: elicitation); ``elicitation``: in the host's form.
+ConfirmationMode = Literal["token", "elicitation", "url"]
 #: What became of one summary put to a confirmation. ``challenged``: a token challenge went to the agent;
 #: ``token``: a valid approval token; ``asked``: the host was asked and the answer is still to come.
-#: ``code_*``: the platform wanted a verification code, and the host was asked for it (the code itself is
-#: never recorded).
+#: ``pending``: the retry came before the user answered the confirmation page. ``code_*``: the platform
+#: wanted a verification code, and the host was asked for it (the code itself is never recorded).
 Answer = Literal[
     "challenged",
     "token",
     "asked",
+    "pending",
     "accept",
     "decline",
     "cancel",
@@ -135,6 +141,12 @@ class ConfirmationTrail:
 
     confirmer: Confirmer | None = None
     steps: list[ConfirmationStep] = field(default_factory=list)
+
+    @property
+    def host_mode(self) -> ConfirmationMode:
+        """How this trail's confirmer asks the user: its ``mode`` if it names one, else ``elicitation``."""
+        mode = getattr(self.confirmer, "mode", "elicitation")
+        return "url" if mode == "url" else "elicitation"
 
     def record(self, step: ConfirmationStep) -> None:
         """Append one step."""

@@ -1,5 +1,6 @@
-"""The local OSBP state file: one SQLite database for idempotency records, pending approvals and the
-booking snapshots taken when a create settled (booking.status's documented not-fresh fallback).
+"""The local OSBP state file: one SQLite database for idempotency records, pending approvals, the
+booking snapshots taken when a create settled (booking.status's documented not-fresh fallback) and the
+URL-mode confirmation pages (:mod:`osbp.protocol.confirmation_pages`, secrets kept as hashes only).
 
 The file (default ``.osbp/state/osbp.sqlite3``, any path when configured) is
 shared safely by threads and processes: WAL journaling, a busy timeout, and every read-then-write
@@ -85,6 +86,17 @@ CREATE TABLE IF NOT EXISTS booking_snapshots (
     idempotency_key TEXT NOT NULL,
     booking_json   TEXT NOT NULL,
     recorded_at    INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS confirmation_pages (
+    page_hash      TEXT PRIMARY KEY,
+    subject_hash   TEXT NOT NULL,
+    payload_hash   TEXT NOT NULL,
+    summary_hash   TEXT NOT NULL,
+    summary        TEXT NOT NULL,
+    state          TEXT NOT NULL CHECK (state IN ('pending', 'confirmed', 'declined', 'used')),
+    issued_at      INTEGER NOT NULL,
+    expires_at     INTEGER NOT NULL,
+    answered_at    INTEGER
 );
 """
 

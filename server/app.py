@@ -33,6 +33,7 @@ from osbp.protocol.tools import mcp_tool_name
 from osbp.server._sdk import Server, ServerRequestContext
 from osbp.server.audit import AuditLog
 from osbp.server.confirmation import ConfirmationPolicy, confirmer_for
+from osbp.server.confirmation_page import ConfirmationSite
 from osbp.server.dispatch import ToolDispatcher, new_audit_id
 from osbp.server.tools import TOOL_DEFINITIONS, mcp_tools
 
@@ -71,12 +72,16 @@ def create_server(
     principal_of: PrincipalOf | None = None,
     confirmation: ConfirmationPolicy = "auto",
     confirmation_timeout: float = CONFIRMATION_TIMEOUT_S,
+    request_state: RequestStateSecurity | None = None,
+    site: ConfirmationSite | None = None,
 ) -> Server[Any]:
     """The MCP server exposing OSBP's eight tools over ``adapter``, auditing into ``audit``.
 
     With ``principal_of`` (remote serving) every call runs for the principal it names for the request.
     ``confirmation`` says who confirms a booking (:mod:`osbp.server.confirmation`): through the host
     when the client can elicit (``auto``), only through the host (``elicitation``), or always by token.
+    ``request_state`` seals the multi-round-trip confirmation's state (default: a key of this process
+    only); ``site``, the confirmation pages of URL mode (remote serving only).
     """
     dispatcher = ToolDispatcher(adapter, audit, clock=clock, new_event_id=new_event_id)
     tools = mcp_tools()
@@ -91,7 +96,7 @@ def create_server(
     ) -> CallToolResult | InputRequiredResult:
         confirmer = None
         if params.name == _CREATE:
-            confirmer = confirmer_for(ctx, params, confirmation, timeout=confirmation_timeout)
+            confirmer = confirmer_for(ctx, params, confirmation, timeout=confirmation_timeout, site=site)
         if principal_of is None:
             return await dispatcher.call(params.name, params.arguments, confirmer=confirmer)
         with acting_for(principal_of(ctx.request)):
@@ -110,9 +115,9 @@ def create_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
-    # Seals the multi-round-trip confirmation's request state (summary and payload hashes) under a key of
-    # this process, bound to the call's tool and arguments: a client can echo it, not forge or move it.
-    server.middleware.append(
-        RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=SERVER_NAME)
-    )
+    # Seals the multi-round-trip confirmation's request state (summary and payload hashes) under the
+    # given key ring (else a key of this process), bound to the call's tool and arguments and, when
+    # authenticated, to the caller: a client can echo it, not forge, move or hand it to another user.
+    security = request_state if request_state is not None else RequestStateSecurity.ephemeral()
+    server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
     return server

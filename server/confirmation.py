@@ -18,8 +18,11 @@
 * ``elicitation`` policy with a client that cannot elicit: :class:`RefusingConfirmer`, a Problem saying so
   instead of a token.
 
-A URL-mode confirmer (a page the server hosts, for the remote transport) is one more
-:class:`~osbp.protocol.confirmation.Confirmer` here; see docs/server.md.
+* over Streamable HTTP, with a confirmation site (:mod:`osbp.server.confirmation_page`: authorization on,
+  the page's origin loopback or HTTPS), a 2026-07-28 client that declares URL-mode elicitation:
+  :class:`PageConfirmer`. Its ``input_required`` result points the host to a confirmation page this
+  server hosts, issued for this summary, payload and authenticated subject; the client's retry books only
+  when the page was confirmed for the summary the retry resolves, and spends the page.
 """
 
 from __future__ import annotations
@@ -33,16 +36,26 @@ from mcp.types import (
     CallToolRequestParams,
     ElicitRequest,
     ElicitRequestFormParams,
+    ElicitRequestURLParams,
     ElicitResult,
     InputRequiredResult,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-from osbp.protocol.confirmation import CONFIRMATION_TIMEOUT, CONFIRMATION_UNAVAILABLE, Confirmed, Refused
+from osbp.protocol.confirmation import (
+    CONFIRMATION_PENDING,
+    CONFIRMATION_TIMEOUT,
+    CONFIRMATION_UNAVAILABLE,
+    Confirmed,
+    Refused,
+)
+from osbp.protocol.confirmation_pages import Redemption
 from osbp.protocol.idempotency import booking_payload_hash
 from osbp.protocol.models import BookingCreateInput
+from osbp.protocol.principal import current_principal
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.server._sdk import ServerRequestContext
+from osbp.server.confirmation_page import ConfirmationSite
 
 __all__ = [
     "CODE_KEY",
@@ -53,6 +66,7 @@ __all__ = [
     "ConfirmationPolicy",
     "ElicitingConfirmer",
     "InputRequiredConfirmer",
+    "PageConfirmer",
     "RefusingConfirmer",
     "confirmation_message",
     "confirmer_for",
@@ -293,6 +307,111 @@ class InputRequiredConfirmer:
         return Refused("code_asked", _ASKED_CODE)
 
 
+_PAGE_LEAD = (
+    "Final confirmation: open this server's confirmation page to review this booking and confirm or "
+    "decline it there. Nothing is booked until you confirm on the page."
+)
+_PAGE_PENDING = problem(
+    CONFIRMATION_PENDING,
+    "The user has not confirmed this booking on the confirmation page yet, so nothing was booked. Retry "
+    "booking.create with the same payload and idempotency_key when the user says they are ready: the host "
+    "is given a new confirmation page for the booking.",
+    retryable=True,
+)
+_PAGE_EXPIRED = problem(
+    CONFIRMATION_TIMEOUT,
+    "The confirmation page for this booking expired before the user confirmed it, so nothing was booked. "
+    "Retry booking.create with the same payload and idempotency_key when the user is ready to confirm.",
+    retryable=True,
+)
+_PAGE_FOREIGN = problem(
+    CONFIRMATION_UNAVAILABLE,
+    "This confirmation page was issued for another caller or another booking, so it confirms nothing here "
+    "and nothing was booked. Retry booking.create without it to be asked for this booking.",
+    retryable=False,
+)
+_PAGE_USED = problem(
+    CONFIRMATION_UNAVAILABLE,
+    "This confirmation page was already spent by a booking, so it confirms nothing more and nothing was "
+    "booked. Retry booking.create with the same payload and idempotency_key to replay that booking.",
+    retryable=False,
+)
+_AGENT_CODE = problem(
+    ProblemCode.REQUIRES_VERIFICATION,
+    "The merchant requires a verification code. If none was sent yet, call verification.send; ask the user "
+    "for the code and retry booking.create with the same payload, idempotency_key and verification_code. "
+    "Nothing was booked.",
+    retryable=True,
+)
+#: What a redemption that must not book answers (``confirmed`` books; ``other_summary`` asks again).
+_UNREDEEMED: dict[Redemption, Refused] = {
+    "pending": Refused("pending", _PAGE_PENDING),
+    "declined": Refused("decline", _DECLINED),
+    "expired": Refused("timeout", _PAGE_EXPIRED),
+    "used": Refused("unavailable", _PAGE_USED),
+    "foreign": Refused("unavailable", _PAGE_FOREIGN),
+}
+
+
+class PageConfirmer(InputRequiredConfirmer):
+    """2026-07-28 URL mode: the host opens this server's confirmation page; the retry redeems it."""
+
+    #: Audited as ``confirmation.mode = "url"``.
+    mode = "url"
+
+    def __init__(self, params: CallToolRequestParams, site: ConfirmationSite, *, forms: bool) -> None:
+        super().__init__(params)
+        self._site = site
+        self._forms = forms
+
+    async def confirm(self, inp: BookingCreateInput, summary: str, summary_hash: str) -> Confirmed | Refused:
+        """Confirmed when the retry's page was confirmed for this very summary (and is spent now)."""
+        payload_hash = booking_payload_hash(inp)
+        state = self._sealed(payload_hash)
+        subject = _subject_hash()
+        if state is not None and state.get("accepted") is True and state["summary_hash"] == summary_hash:
+            self._accepted = summary_hash  # a code round: the page was redeemed in the round before
+            return Confirmed(summary_hash, recheck=False)
+        answer = self._responses.get(CONFIRM_KEY)
+        page = state.get("page") if state is not None else None
+        if isinstance(page, str) and isinstance(answer, ElicitResult):
+            if answer.action != "accept":  # the user would not open the page
+                return _refusal(answer)
+            redeemed = await self._site.pages.redeem(page, subject, payload_hash, summary_hash)
+            if redeemed == "confirmed":
+                self._accepted = summary_hash
+                return Confirmed(summary_hash, recheck=False)  # the facts were resolved in this very call
+            if redeemed != "other_summary":
+                return _UNREDEEMED[redeemed]
+        # First call, or the page confirmed another summary (the facts changed): a page for this one.
+        issued = await self._site.pages.issue(subject, payload_hash, summary_hash, summary)
+        ask = ElicitRequest(
+            params=ElicitRequestURLParams(message=_PAGE_LEAD, url=self._site.url(issued.secret))
+        )
+        sealed = {"payload_hash": payload_hash, "summary_hash": summary_hash, "page": issued.key}
+        self.pending = InputRequiredResult(
+            result_type="input_required", input_requests={CONFIRM_KEY: ask}, request_state=json.dumps(sealed)
+        )
+        return Refused("asked", _ASKED)
+
+    async def collect_code(self, inp: BookingCreateInput) -> str | Refused:
+        """Through the host's form when the client declared form elicitation, else the agent's path."""
+        if not self._forms:
+            return Refused("code_refused", _AGENT_CODE)
+        return await super().collect_code(inp)
+
+
+def _subject_hash() -> str:
+    principal = current_principal()
+    return principal.subject_hash if principal is not None else ""
+
+
+def _elicits_url(ctx: ServerRequestContext[Any]) -> bool:
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and elicitation.url is not None
+
+
 def _elicits(ctx: ServerRequestContext[Any]) -> bool:
     capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
@@ -306,12 +425,16 @@ def confirmer_for(
     policy: ConfirmationPolicy,
     *,
     timeout: float,
+    site: ConfirmationSite | None = None,
 ) -> ElicitingConfirmer | InputRequiredConfirmer | RefusingConfirmer | None:
-    """Who confirms this call's booking (``None``: the token path)."""
+    """Who confirms this call's booking (``None``: the token path); ``site``: the confirmation pages."""
     if policy == "token":
         return None
+    modern = ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+    if site is not None and modern and _elicits_url(ctx):
+        return PageConfirmer(params, site, forms=_elicits(ctx))
     if not _elicits(ctx):
         return RefusingConfirmer() if policy == "elicitation" else None
-    if ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+    if modern:
         return InputRequiredConfirmer(params)
     return ElicitingConfirmer(ctx, timeout=timeout)

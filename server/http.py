@@ -15,6 +15,12 @@ knows and the revisions current hosts negotiate. Around it, outermost first:
    ``request_timeout_s`` (``408``) and be at most ``max_body_bytes`` (``413``); a ``tools/call`` whose tool
    needs a scope the token lacks is ``403 insufficient_scope`` naming the scope, before the call runs.
 
+Host confirmation (:mod:`osbp.server.confirmation`) works here for 2026-07-28 clients, whose requests
+carry their capabilities: the ``input_required`` request state is sealed under ``OSBP_REQUEST_STATE_KEY``
+(:func:`request_state_security`; replicas must share it), and with authorization a client declaring
+URL-mode elicitation confirms on the page at ``/confirm/<secret>`` (:mod:`osbp.server.confirmation_page`,
+outside bearer authorization: a browser has no token; behind the Host/Origin allow-lists).
+
 uvicorn adds the connection limits: ``max_connections`` served at once (``503`` beyond), idle keep-alive
 connections closed after 5 s, incomplete HTTP events capped at 64 KiB.
 
@@ -26,13 +32,17 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import uvicorn
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from mcp.server.request_state import RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from pydantic import AnyHttpUrl
@@ -43,16 +53,28 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from osbp.protocol.confirmation_pages import ConfirmationPages
 from osbp.protocol.contract import BookingAdapter
+from osbp.protocol.state import StateBackend, open_state_store
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
 from osbp.server.auth import BOOK, READ, TOOL_SCOPES, VERIFY, JwtVerifier, KeySet, principal_of
 from osbp.server.compose import close_parts
+from osbp.server.confirmation_page import ConfirmationSite
 from osbp.server.remote_settings import is_loopback
 from osbp.server.settings import ServerSettings
 from osbp.server.tools import dotted_name
 
-__all__ = ["MCP_PATH", "RequestGate", "build_app", "refusal", "resource_url", "serve_http"]
+__all__ = [
+    "MCP_PATH",
+    "RequestGate",
+    "build_app",
+    "page_origin",
+    "refusal",
+    "request_state_security",
+    "resource_url",
+    "serve_http",
+]
 
 logger = logging.getLogger("osbp.server")
 
@@ -194,14 +216,72 @@ class _HostOriginGuard:
         await self._app(scope, receive, send)
 
 
-def build_app(adapter: BookingAdapter, audit: AuditLog, settings: ServerSettings) -> Starlette:
-    """The ASGI application: the MCP endpoint behind the checks of the module docstring."""
+def request_state_security(settings: ServerSettings) -> RequestStateSecurity:
+    """How the confirmation's request state is sealed: the configured key ring, else a key of this process.
+
+    Without ``OSBP_REQUEST_STATE_KEY`` a state sealed by one process is refused by every other (a replica,
+    or this one after a restart): fail-closed, ``-32602`` and nothing booked, so replicas must share a key.
+    """
+    ttl = settings.approval_ttl_seconds
+    keys = settings.request_state_keys()
+    if keys:
+        return RequestStateSecurity(keys=list(keys), ttl=ttl)
+    logger.warning(
+        "request_state_key_ephemeral",
+        extra={
+            "detail": "no OSBP_REQUEST_STATE_KEY: a host confirmation started on this process is refused "
+            "on any other replica or after a restart; set the same key on every replica"
+        },
+    )
+    return RequestStateSecurity.ephemeral(ttl=ttl)
+
+
+def page_origin(settings: ServerSettings) -> str | None:
+    """Where the confirmation pages are served: the resource URL's origin, if loopback or HTTPS."""
+    parts = urlsplit(resource_url(settings))
+    if parts.scheme == "https" or (parts.scheme == "http" and is_loopback(parts.hostname or "")):
+        return f"{parts.scheme}://{parts.netloc}"
+    return None
+
+
+def _site(settings: ServerSettings, state: StateBackend) -> ConfirmationSite | None:
+    """URL-mode confirmation's pages: with authorization (a subject to bind), on loopback or HTTPS."""
+    if not settings.auth.enabled:
+        return None
+    origin = page_origin(settings)
+    if origin is None:
+        logger.warning(
+            "confirmation_page_unavailable",
+            extra={"detail": "the resource URL is neither HTTPS nor loopback: no URL-mode confirmation"},
+        )
+        return None
+    return ConfirmationSite(ConfirmationPages(state, settings.clock(), settings.approval_ttl()), origin)
+
+
+def build_app(
+    adapter: BookingAdapter, audit: AuditLog, settings: ServerSettings, *, state: StateBackend | None = None
+) -> Starlette:
+    """The ASGI application: the MCP endpoint behind the checks of the module docstring.
+
+    ``state``: the OSBP state store the confirmation pages live in (default: the configured one, opened
+    here when URL-mode confirmation is served, and closed with the app).
+    """
     http = settings.http
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=http.hosts(), allowed_origins=http.origins()
     )
+    opened = None
+    if state is None and settings.auth.enabled:
+        state = opened = open_state_store(settings.adapter.state_path)
+    site = _site(settings, state) if state is not None else None
     server = create_server(
-        adapter, audit, clock=settings.clock(), principal_of=principal_of, confirmation=settings.confirmation
+        adapter,
+        audit,
+        clock=settings.clock(),
+        principal_of=principal_of,
+        confirmation=settings.confirmation,
+        request_state=request_state_security(settings),
+        site=site,
     )
     manager = StreamableHTTPSessionManager(
         app=server,
@@ -248,7 +328,19 @@ def build_app(adapter: BookingAdapter, audit: AuditLog, settings: ServerSettings
         if all(route.path != _METADATA_PATH for route in metadata):
             routes.append(Route(_METADATA_PATH, endpoint=metadata[0].endpoint, methods=["GET", "OPTIONS"]))
     routes.insert(0, Route(MCP_PATH, endpoint=endpoint))
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lambda _: manager.run())
+    if site is not None:
+        routes += site.routes()
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            async with manager.run():
+                yield
+        finally:
+            if opened is not None:
+                opened.close()
+
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.add_middleware(_HostOriginGuard, security=security)
     return app
 

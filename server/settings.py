@@ -42,7 +42,7 @@ from osbp.protocol.clock import Clock, FixedClock, SystemClock
 from osbp.protocol.state import redacted
 from osbp.protocol.timeutil import parse_instant
 from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
-from osbp.server.remote_settings import HttpSettings, OAuthSettings
+from osbp.server.remote_settings import HttpSettings, OAuthSettings, split_list
 
 __all__ = ["Leaf", "LogLevel", "ServerSettings", "Transport", "describe", "nest", "settings_of"]
 
@@ -134,6 +134,12 @@ class _Variables(PydanticBaseSettingsSource):
 _LONGEST_TTL_SECONDS = 86_400
 _TTL_RULE = f"be a positive number of seconds, at most {_LONGEST_TTL_SECONDS} (a day)"
 _INSTANT = "be an RFC 3339 instant with Z or an offset, like 2030-05-06T13:00:00Z"
+#: The SDK's request-state codec derives its AES-256 key from at least 32 bytes of secret randomness.
+REQUEST_STATE_KEY_MIN_LENGTH = 32
+_REQUEST_STATE_KEY_RULE = (
+    f"be one or more comma-separated keys of at least {REQUEST_STATE_KEY_MIN_LENGTH} characters each "
+    '(python -c "import secrets; print(secrets.token_hex(32))")'
+)
 
 
 class ServerSettings(BaseSettings):
@@ -159,6 +165,14 @@ class ServerSettings(BaseSettings):
         default=None,
         min_length=AUDIT_KEY_MIN_LENGTH,
         description="HMAC key for the audit log's macs (environment only; never a flag)",
+    )
+    request_state_key: Annotated[
+        SecretStr | None,
+        Setting("OSBP_REQUEST_STATE_KEY", rule=_REQUEST_STATE_KEY_RULE, secret=True),
+    ] = Field(
+        default=None,
+        description="the key(s) sealing the host confirmation's request state, shared by every replica "
+        "(environment only; comma-separated for rotation: the first seals, every one unseals)",
     )
     log_level: Annotated[LogLevel, Setting("OSBP_LOG_LEVEL", "--log-level")] = Field(
         default="WARNING", description="stderr log level"
@@ -207,6 +221,17 @@ class ServerSettings(BaseSettings):
         """Keyword arguments (the flags) first, then each setting's own variable; no dotenv, no files."""
         return init_settings, _Variables(settings_cls)
 
+    @field_validator("request_state_key")
+    @classmethod
+    def _key_ring(cls, value: SecretStr | None) -> SecretStr | None:
+        # Checked here so a short key is the operator's one-line error, not the SDK's at the first call.
+        if value is None:
+            return None
+        keys = split_list(value.get_secret_value())
+        if not keys or any(len(key) < REQUEST_STATE_KEY_MIN_LENGTH for key in keys):
+            raise ValueError(f"must {_REQUEST_STATE_KEY_RULE}")
+        return value
+
     @field_validator("now", mode="before")
     @classmethod
     def _rfc3339(cls, value: Any) -> Any:
@@ -229,6 +254,10 @@ class ServerSettings(BaseSettings):
     def approval_ttl(self) -> timedelta:
         """How long an approval token stays valid."""
         return timedelta(seconds=self.approval_ttl_seconds)
+
+    def request_state_keys(self) -> tuple[str, ...]:
+        """The request-state key ring (empty: none configured; the first key seals, every key unseals)."""
+        return () if self.request_state_key is None else split_list(self.request_state_key.get_secret_value())
 
     def audit_key_bytes(self) -> bytes | None:
         """The audit key as bytes (UTF-8 of ``OSBP_AUDIT_KEY``), or None for an unkeyed log."""

@@ -25,7 +25,7 @@ from osbp.protocol.store import StateStore, approval_token_hash, duration_micros
 from tests.support.processes import spawn_together
 from tests.support.state import stored_text
 
-TABLES = {"approvals", "booking_snapshots", "idempotency"}
+TABLES = {"approvals", "booking_snapshots", "confirmation_pages", "idempotency"}
 
 
 def held_writer(path: Path) -> sqlite3.Connection:

@@ -420,4 +420,4 @@ def test_a_postgresql_state_location_is_opened_and_its_schema_made_at_start(tmp_
     assert done.returncode == 0, done.stderr
     with psycopg.connect(postgres_url) as db:
         tables = {row[0] for row in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-    assert tables == {"approvals", "booking_snapshots", "idempotency"}
+    assert tables == {"approvals", "booking_snapshots", "confirmation_pages", "idempotency"}

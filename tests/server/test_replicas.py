@@ -17,9 +17,11 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from mcp.types import CallToolResult, ElicitRequestURLParams, ElicitResult, InputRequiredResult
 
 from osbp.backend.serving import PlatformServer
 from osbp.protocol.timeutil import format_instant
+from osbp.server.confirmation import CONFIRM_KEY
 from tests.support.crash_adapter import CRASH_AT
 from tests.support.reference import NOW, ORG, create_input
 from tests.support.remote import ISSUER, Issuer, RemoteServer, approved, envelope, remote_client
@@ -54,6 +56,8 @@ def replica_env(
         "OSBP_AUTH_JWKS": str(issuer.jwks_path),
         # Both replicas are one resource: tokens name the load balancer's URL, not a replica's port.
         "OSBP_AUTH_RESOURCE_URL": "http://127.0.0.1:8500/mcp",
+        # One key seals the host confirmation's request state on both, as the balancer's replicas need.
+        "OSBP_REQUEST_STATE_KEY": "replicas-share-this-request-state-key",
         "OSBP_LOG_LEVEL": "INFO",
     } | shared_state
 
@@ -145,6 +149,49 @@ async def test_the_same_approved_create_sent_to_both_replicas_at_once_books_once
     counters = stats(testing)
     assert counters["appointments"] == 1, counters
     assert counters["active_appointments"] == 1, counters
+
+
+async def test_a_booking_asked_on_one_replica_is_confirmed_on_the_others_page_and_booked_there_once(
+    replicas: tuple[RemoteServer, RemoteServer], issuer: Issuer, testing: httpx2.Client
+) -> None:
+    """Platform choice (URL-mode confirmation over replicas): the page and the sealed state are shared."""
+    a, b = replicas
+    token = issuer.token("http://127.0.0.1:8500/mcp")
+    arguments = create_input(idempotency_key="idem-replica-page").to_wire()
+    async with (
+        remote_client(a.url, token, elicitation=unanswered) as on_a,
+        remote_client(b.url, token, elicitation=unanswered) as on_b,
+    ):
+        first = await on_a.session.call_tool(CREATE, arguments, allow_input_required=True)
+        assert isinstance(first, InputRequiredResult), first
+        assert first.input_requests is not None
+        ask = first.input_requests[CONFIRM_KEY].params
+        assert isinstance(ask, ElicitRequestURLParams)
+        # The page's URL names the balancer; this test is the balancer, sending the browser to B.
+        page = ask.url.replace("http://127.0.0.1:8500", b.url.removesuffix("/mcp"))
+        async with httpx2.AsyncClient(trust_env=False) as browser:
+            shown = await browser.get(page)
+            assert shown.status_code == 200, shown.text
+            summary_hash = shown.text.split('name=summary_hash value="')[1].split('"')[0]
+            origin = b.url.removesuffix("/mcp")
+            form = {"decision": "confirm", "summary_hash": summary_hash}
+            assert (await browser.post(page, data=form, headers={"Origin": origin})).status_code == 200
+        booked = await on_b.session.call_tool(
+            CREATE,
+            arguments,
+            input_responses={CONFIRM_KEY: ElicitResult(action="accept")},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+    assert isinstance(booked, CallToolResult)
+    assert envelope(booked)["ok"] is True, booked
+    counters = stats(testing)
+    assert counters["appointments"] == 1, counters
+
+
+async def unanswered(context: Any, params: Any) -> ElicitResult:
+    """The host callback of a client whose rounds the test answers itself: never called."""
+    raise AssertionError("the test answers the rounds itself")
 
 
 @pytest.mark.parametrize("moment", ["before_post", "before_answer"])

@@ -130,6 +130,31 @@ def test_a_rejected_secret_is_described_without_its_value(monkeypatch: pytest.Mo
     assert describe(caught.value) == "invalid configuration: OSBP_AUDIT_KEY must be at least 32 characters"
 
 
+def test_a_short_request_state_key_is_refused_in_one_line_without_echoing_any_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Platform choice (MCP request state): the SDK's codec needs 32 bytes of secret for every key."""
+    monkeypatch.setenv("OSBP_REQUEST_STATE_KEY", f"{'k' * 40},tooshort")
+    with pytest.raises(ValidationError) as caught:
+        ServerSettings(adapter={"platform_base_url": URL, "organization_id": ORG})
+    line = describe(caught.value)
+    assert line.startswith(
+        "invalid configuration: OSBP_REQUEST_STATE_KEY must be one or more comma-separated"
+    )
+    assert "tooshort" not in line
+    assert "k" * 40 not in line
+
+
+def test_the_request_state_key_ring_is_read_from_the_environment_first_key_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Platform choice (MCP request state): rotation as the SDK takes it, the first key seals."""
+    monkeypatch.setenv("OSBP_REQUEST_STATE_KEY", f"{'n' * 32}, {'o' * 32}")
+    settings = ServerSettings(adapter={"platform_base_url": URL, "organization_id": ORG})
+    assert settings.request_state_keys() == ("n" * 32, "o" * 32)
+    assert "n" * 32 not in repr(settings)
+
+
 def test_approval_tokens_live_ten_minutes_unless_configured() -> None:
     """OSBP spec, booking.create: "A token expires after a short TTL; the reference gate uses ten minutes"."""
     settings = ServerSettings(adapter={"platform_base_url": URL, "organization_id": ORG})

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx2
 from mcp import Client
+from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
@@ -144,13 +145,18 @@ class RemoteServer:
 
 
 @asynccontextmanager
-async def remote_client(url: str, token: str | None = None, **headers: str) -> AsyncIterator[Client]:
-    """The SDK's client over Streamable HTTP to ``url``, with ``Authorization: Bearer token``."""
+async def remote_client(
+    url: str, token: str | None = None, *, elicitation: ElicitationFnT | None = None, **headers: str
+) -> AsyncIterator[Client]:
+    """The SDK's client over Streamable HTTP to ``url``, with ``Authorization: Bearer token``.
+
+    With ``elicitation`` (the host's UI) the client declares form and URL-mode elicitation.
+    """
     sent = dict(headers) | ({"Authorization": f"Bearer {token}"} if token else {})
     timeout = httpx2.Timeout(30.0, read=60.0)
     async with (
         httpx2.AsyncClient(headers=sent, timeout=timeout, trust_env=False) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
+        Client(streamable_http_client(url, http_client=http), elicitation_callback=elicitation) as client,
     ):
         yield client
 
