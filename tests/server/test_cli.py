@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from mcp.types import LATEST_PROTOCOL_VERSION
 
 from osbp.protocol.clock import FixedClock, SystemClock
 from osbp.server.cli import build_parser, load_settings, main
@@ -421,3 +422,70 @@ def test_a_postgresql_state_location_is_opened_and_its_schema_made_at_start(tmp_
     with psycopg.connect(postgres_url) as db:
         tables = {row[0] for row in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
     assert tables == {"approvals", "booking_snapshots", "idempotency"}
+
+
+#: What a stdio server on SQLite state never runs: the platform's stack, PostgreSQL, migrations, the
+#: remote transport with its OAuth and token issuer, and the SDK's client side.
+_NOT_FOR_STDIO = (
+    "alembic",
+    "fastapi",
+    "jwt",
+    "mcp.client",
+    "osbp.backend",
+    "osbp.protocol.store_postgres",
+    "osbp.server.auth",
+    "osbp.server.http",
+    "osbp.server.issuer",
+    "psycopg",
+    "sqlalchemy",
+    "uvicorn",
+)
+#: Runs `osbp mcp` as the `osbp` command does, and writes the modules loaded by its exit to argv[1].
+_MODULES_AT_EXIT = (
+    "import atexit, json, sys\n"
+    "atexit.register(lambda: open(sys.argv[1], 'w').write(json.dumps(sorted(sys.modules))))\n"
+    "from osbp.cli import main\n"
+    "raise SystemExit(main(['mcp']))\n"
+)
+
+
+@pytest.mark.integration
+def test_a_stdio_server_on_sqlite_state_loads_no_http_oauth_postgres_or_migration_code(tmp_path):
+    """Platform choice: `osbp mcp` over stdio with SQLite state, through initialize and tools/list, never
+    imports the remote transport, OAuth, the token issuer, PostgreSQL, Alembic or the platform stack
+    (cold start pays for what it runs)."""
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LATEST_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "osbp-tests", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    modules = tmp_path / "modules.json"
+    variables = CONFIGURED | {
+        "OSBP_STATE_PATH": str(tmp_path / "state.sqlite3"),
+        "OSBP_AUDIT_LOG_PATH": str(tmp_path / "audit.jsonl"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _MODULES_AT_EXIT, str(modules)],
+        input="".join(json.dumps(message) + "\n" for message in messages),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env(**variables),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [answer["id"] for answer in answers] == [1, 2]
+    assert len(answers[1]["result"]["tools"]) == 8
+    loaded = json.loads(modules.read_text(encoding="utf-8"))
+    heavy = [name for name in loaded if any(name == h or name.startswith(h + ".") for h in _NOT_FOR_STDIO)]
+    assert heavy == []
