@@ -13,10 +13,11 @@ customer's phone, arming a runtime failure, and resetting to seed data between r
 
 from __future__ import annotations
 
+import gc
 import socket
 import tempfile
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -135,20 +136,40 @@ class RunningPlatform:
 _HOST = "127.0.0.1"
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No garbage collection while the platform is imported and built; its objects frozen afterwards.
+
+    Its import and app (FastAPI, SQLAlchemy and pydantic models, the seed) create hundreds of thousands
+    of objects and next to no garbage, so the collector's passes over them (about a seventh of that CPU
+    time, measured) are pure start-up cost; frozen, they are skipped by every later collection too.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()
+
+
 def _start(workdir: Path, now: datetime | None, sock: socket.socket) -> PlatformServer:
     """Import, build (migrate, seed) and start the platform on ``sock`` (in a worker thread)."""
-    from osbp.backend.serving import PlatformServer  # deferred on purpose, see the module docstring
-    from osbp.backend.settings import BackendSettings
+    with _collector_paused():
+        from osbp.backend.serving import PlatformServer  # deferred on purpose, see the module docstring
+        from osbp.backend.settings import BackendSettings
 
-    settings = BackendSettings(
-        db=str(workdir / "platform.db"),
-        host=_HOST,
-        port=0,
-        now=now,
-        enable_testing=True,
-        log_level="WARNING",
-    )
-    return PlatformServer(settings, sock=sock).__enter__()
+        settings = BackendSettings(
+            db=str(workdir / "platform.db"),
+            host=_HOST,
+            port=0,
+            now=now,
+            enable_testing=True,
+            log_level="WARNING",
+        )
+        server = PlatformServer(settings, sock=sock)
+    return server.__enter__()
 
 
 class StartingPlatform:
