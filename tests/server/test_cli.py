@@ -473,17 +473,25 @@ def test_a_stdio_server_on_sqlite_state_loads_no_http_oauth_postgres_or_migratio
         "OSBP_STATE_PATH": str(tmp_path / "state.sqlite3"),
         "OSBP_AUDIT_LOG_PATH": str(tmp_path / "audit.jsonl"),
     }
-    done = subprocess.run(
+    process = subprocess.Popen(
         [sys.executable, "-c", _MODULES_AT_EXIT, str(modules)],
-        input="".join(json.dumps(message) + "\n" for message in messages),
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         cwd=tmp_path,
         env=env(**variables),
-        timeout=60,
     )
-    assert done.returncode == 0, done.stderr
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert process.stdin is not None
+    assert process.stdout is not None
+    answers = []
+    for message in messages:  # each request answered before the next is sent, as a host does
+        process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.flush()
+        if "id" in message:
+            answers.append(json.loads(process.stdout.readline()))
+    _, stderr = process.communicate(timeout=60)  # end of input: the server stops
+    assert process.returncode == 0, stderr
     assert [answer["id"] for answer in answers] == [1, 2]
     assert len(answers[1]["result"]["tools"]) == 8
     loaded = json.loads(modules.read_text(encoding="utf-8"))
