@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp.types import LATEST_PROTOCOL_VERSION
@@ -454,7 +455,7 @@ def test_a_stdio_server_on_sqlite_state_loads_no_http_oauth_postgres_or_migratio
     """Platform choice: `osbp mcp` over stdio with SQLite state, through initialize and tools/list, never
     imports the remote transport, OAuth, the token issuer, PostgreSQL, Alembic or the platform stack
     (cold start pays for what it runs)."""
-    messages = [
+    messages: list[dict[str, Any]] = [
         {
             "jsonrpc": "2.0",
             "id": 1,
