@@ -1,8 +1,9 @@
 """Run the real platform under uvicorn: `PlatformServer` for tests, demos and benchmarks.
 
-`PlatformServer` binds 127.0.0.1 (port 0 = ephemeral) itself, so the port is known before uvicorn starts,
-runs uvicorn in a background thread, waits on a startup event (never a sleep), exposes `.base_url`, and
-shuts down cleanly. It is a context manager and an async context manager.
+`PlatformServer` binds 127.0.0.1 (port 0 = ephemeral) itself, so the port is known before uvicorn starts
+(or serves a socket its caller bound already with `osbp.backend.listening.bind_socket`), runs uvicorn in
+a background thread, waits on a startup event (never a sleep), exposes `.base_url`, and shuts down
+cleanly. It is a context manager and an async context manager.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from fastapi import FastAPI
 from osbp.backend.app import create_app
 from osbp.backend.faults import abortable
 from osbp.backend.http_protocol import problem_protocol
+from osbp.backend.listening import bind_socket, http_url
 from osbp.backend.runtime import Runtime
 from osbp.backend.settings import BackendSettings
 from osbp.backend.write_coalescing import coalescing
 
-__all__ = ["PlatformServer", "ReadyServer", "bind_socket", "uvicorn_config"]
+__all__ = ["PlatformServer", "ReadyServer", "bind_socket", "http_url", "uvicorn_config"]
 
 
 class ReadyServer(uvicorn.Server):
@@ -39,24 +41,6 @@ class ReadyServer(uvicorn.Server):
         await super().startup(sockets=sockets)
         if self.started:
             self._on_ready()
-
-
-def http_url(host: str, port: int) -> str:
-    """The platform's base URL on ``host``:``port``; an IPv6 literal is bracketed (RFC 3986 section 3.2.2)."""
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on (host, port); port 0 picks a free one."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on accepted sockets whose proto says TCP, and
-    # without it every response pays a ~40 ms Nagle/delayed-ACK stall on loopback.
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
 
 
 def uvicorn_config(app: FastAPI, **overrides: Any) -> uvicorn.Config:
@@ -95,6 +79,7 @@ class PlatformServer:
         settings: BackendSettings | None = None,
         *,
         app: FastAPI | None = None,
+        sock: socket.socket | None = None,
         startup_timeout: float = 15.0,
     ) -> None:
         self.settings = settings or BackendSettings(db=":memory:", port=0)
@@ -103,8 +88,8 @@ class PlatformServer:
         self._ready = threading.Event()
         self._server: ReadyServer | None = None
         self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
-        self.port = 0
+        self._socket: socket.socket | None = sock
+        self.port = 0 if sock is None else sock.getsockname()[1]
 
     @property
     def base_url(self) -> str:
@@ -121,8 +106,9 @@ class PlatformServer:
 
     def start(self) -> PlatformServer:
         """Bind, start uvicorn in a thread, and wait until it serves."""
-        self._socket = bind_socket(self.settings.host, self.settings.port)
-        self.port = self._socket.getsockname()[1]
+        if self._socket is None:
+            self._socket = bind_socket(self.settings.host, self.settings.port)
+            self.port = self._socket.getsockname()[1]
         self._server = ReadyServer(uvicorn_config(self.app), on_ready=self._ready.set)
         self._thread = threading.Thread(
             target=self._serve,

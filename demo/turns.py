@@ -3,7 +3,8 @@
 Launching ``python -m osbp.server`` costs about a second of imports; the agent's work on each server is
 much shorter. :func:`run_in_turns` therefore starts the next few servers while the current one works and
 hands each piece of work its server only when its turn comes, so the story (and every recorded trace) is
-still told in order, one tool call at a time.
+still told in order, one tool call at a time. ``before`` (the platform's own start, for ``make demo``)
+runs alongside the first servers' start-ups; the first turn waits for it.
 """
 
 from __future__ import annotations
@@ -32,16 +33,25 @@ class ServerJob:
     host: HostDialog | None = None
 
 
-async def run_in_turns(jobs: Sequence[ServerJob], *, ahead: int = 2) -> None:
+async def run_in_turns(
+    jobs: Sequence[ServerJob], *, ahead: int = 2, before: Callable[[], Awaitable[None]] | None = None
+) -> None:
     """Run every job's work in global turn order, each on its own already-started server.
 
     A job's server starts once the turn ``ahead`` turns before its first turn is done (at once for the
     first ones), so about ``ahead + 1`` servers are alive at a time and nothing waits on a later turn.
+    ``before`` runs while the first servers start; the first turn begins once it has returned.
     """
     turns = sorted(turn for job in jobs for turn, _ in job.work)
     if turns != list(range(len(turns))):
         raise ValueError("turns must be 0..n-1, each used once")
     done = [anyio.Event() for _ in turns]
+    prepared = anyio.Event()
+
+    async def prepare() -> None:
+        if before is not None:
+            await before()
+        prepared.set()
 
     async def serve(job: ServerJob) -> None:
         work = sorted(job.work, key=lambda item: item[0])
@@ -51,14 +61,14 @@ async def run_in_turns(jobs: Sequence[ServerJob], *, ahead: int = 2) -> None:
         with job.errlog.open("w", encoding="utf-8") as errlog:
             async with osbp_server(job.config, errlog, job.host) as client:
                 for turn, step in work:
-                    if turn > 0:
-                        await done[turn - 1].wait()
+                    await (done[turn - 1] if turn > 0 else prepared).wait()
                     try:
                         await step(client)
                     finally:
                         done[turn].set()
 
     async with anyio.create_task_group() as group:
+        group.start_soon(prepare)
         for job in jobs:
             if job.work:
                 group.start_soon(serve, job)

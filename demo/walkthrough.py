@@ -1,7 +1,7 @@
 """The `make demo` story: four verticals booked through the real stack, then the guardrail refusing.
 
 :func:`run_demo` starts the platform (fresh temporary database, test surface on, optionally a frozen
-clock), and for each vertical launches one OSBP MCP server subprocess for that organization and plays the
+clock) and, at the same time, the OSBP MCP server subprocesses (one per way of confirming), then plays the
 agent through the MCP SDK client: the user's request → the BookingMandate → service.describe →
 availability.find → policy.explain read back → booking.create preflight → the approval summary the user
 sees → "the user approves" → approved retry → verification when required → booking.status → receipt →
@@ -32,7 +32,7 @@ from osbp.demo.narration import (
 from osbp.demo.playbook import approval_token, book, create_arguments, find_open_day, pick_slot
 from osbp.demo.recorder import AuditTail, RecordingAgent, Step
 from osbp.demo.scenarios import VERTICALS, Vertical, build_mandate, local_today
-from osbp.demo.stack import PlatformControl, running_platform
+from osbp.demo.stack import PlatformControl, starting_platform
 from osbp.demo.turns import ServerJob, Work, run_in_turns
 from osbp.protocol.models import BookingMandate
 from osbp.server.redaction import Redactor
@@ -63,13 +63,21 @@ class _Run:
     narrator: Narrator
     control: PlatformControl
     base_url: str
-    platform_now: datetime
     #: The instant both clocks are frozen at (``--now``), or ``None`` when both run on the real clock.
     frozen_now: datetime | None
     workdir: Path
     audit_log: Path
     result: DemoResult
     errlogs: list[Path] = field(default_factory=list)
+    #: The platform's clock when it started serving (read before the first turn).
+    started_at: datetime | None = None
+
+    @property
+    def platform_now(self) -> datetime:
+        """The platform's clock at its start (the servers start before it is known)."""
+        if self.started_at is None:
+            raise RuntimeError("the platform's clock is read once the platform serves")
+        return self.started_at
 
     def expect(self, passed: bool, text: str) -> bool:
         """Narrate an expected outcome and remember it when it did not happen."""
@@ -363,23 +371,18 @@ async def run_demo(
     """Run the demo for ``vertical_keys`` and return what it proved (``audit_log``'s folder must exist)."""
     result = DemoResult(transcript={"verticals": [], "audit_log": str(audit_log)})
     narrator.title("OSBP v0.1.0: an agent books inside a BookingMandate, through the real stack")
-    async with running_platform(now) as platform:
-        platform_now = await platform.control.now()
-        result.transcript["platform_now"] = platform_now.isoformat().replace("+00:00", "Z")
-        narrator.say(
-            "Demo", f"platform on 127.0.0.1 (ephemeral port), clock {result.transcript['platform_now']}"
-        )
+    async with starting_platform(now) as platform:
         with tempfile.TemporaryDirectory(prefix="osbp-demo-") as workdir:
-            run = _Run(
-                narrator,
-                platform.control,
-                platform.base_url,
-                platform_now,
-                now,
-                Path(workdir),
-                audit_log,
-                result,
-            )
+            run = _Run(narrator, platform.control, platform.base_url, now, Path(workdir), audit_log, result)
+
+            async def platform_up() -> None:
+                # The servers start meanwhile: they need only the platform's address.
+                await platform.started()
+                run.started_at = await platform.control.now()
+                clock = run.started_at.isoformat().replace("+00:00", "Z")
+                result.transcript["platform_now"] = clock
+                narrator.say("Demo", f"platform on 127.0.0.1 (ephemeral port), clock {clock}")
+
             mandates: dict[str, BookingMandate] = {}
             # One server process per way of confirming (calls reach their organization by the ids they
             # carry): the merchants confirmed by token share one, those confirmed in the host's dialog
@@ -415,7 +418,8 @@ async def run_demo(
 
                 # The coda reuses the vertical's mandate and state on the same server.
                 server_of(coda).work.append((len(vertical_keys), fail_closed))
-            await run_in_turns(list(servers.values()))
+            # Every server starts at once, alongside the platform: the first turn waits for the slowest.
+            await run_in_turns(list(servers.values()), ahead=len(vertical_keys), before=platform_up)
             _show_operator_warning(run)
     narrator.section("Done")
     narrator.say("Demo", f"audit log: {audit_log} (verify it with `osbp audit verify {audit_log}`)")

@@ -11,7 +11,8 @@ has it today:
 - ``server`` imports ``protocol`` and ``server``, and ``adapter`` only in its composition root and in its
   settings object (which nests the adapter's settings model);
 - ``demo`` imports ``protocol``, ``adapter``, ``server`` and ``demo``, and the platform's start-up API
-  (``backend.serving``, ``backend.settings``) only in the module that starts the platform in-process;
+  (``backend.serving``, ``backend.settings``, ``backend.listening``) only in the module that starts the
+  platform in-process;
 - ``conformance`` imports only ``conformance``: it knows OSBP from the wire alone, like any outside grader;
   only its ``--self`` target starts this project's platform (the same start-up API) and checks that this
   project's server is installed before launching it as a subprocess.
@@ -43,7 +44,7 @@ REMOTE_SETTINGS = "server/remote_settings.py"
 #: The modules that start this project's platform for their users.
 PLATFORM_STARTERS = ("demo/stack.py", "conformance/self_target.py")
 #: What starting the platform may import of it.
-PLATFORM_STARTUP_API = ("backend.serving", "backend.settings")
+PLATFORM_STARTUP_API = ("backend.serving", "backend.settings", "backend.listening")
 #: ``--self`` checks that this project's MCP server is installed (``find_spec``), then launches it.
 SELF_TARGET = "conformance/self_target.py"
 SERVER_ENTRY = "server.cli"

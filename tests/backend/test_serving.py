@@ -15,6 +15,7 @@ import httpx2
 import pytest
 from sqlmodel import col, func, select
 
+from osbp.backend.listening import bind_socket, http_url
 from osbp.backend.models import Appointment
 from osbp.backend.serving import PlatformServer
 from tests.support.bookwell import DAY, booking, make_settings, race
@@ -46,6 +47,23 @@ async def test_platform_server_is_an_async_context_manager():
         httpx2.AsyncClient(base_url=server.base_url) as client,
     ):
         assert (await client.get("/health")).json() == {"status": "ok"}
+
+
+def test_a_platform_given_a_bound_socket_serves_on_it_and_a_request_sent_before_it_started_is_answered():
+    """Platform choice: a caller binds the port first (`listening`, no web stack), hands out the URL,
+    and a client that connects before the platform serves waits in the listen backlog, then gets its
+    answer."""
+    sock = bind_socket("127.0.0.1", 0)
+    url = http_url("127.0.0.1", sock.getsockname()[1])
+    with socket.create_connection(sock.getsockname()[:2], timeout=10) as early:
+        early.sendall(b"GET /health HTTP/1.1\r\nHost: platform\r\nConnection: close\r\n\r\n")
+        with PlatformServer(make_settings(), sock=sock) as server:
+            assert server.base_url == url
+            answer = b""
+            while chunk := early.recv(65536):
+                answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert answer.endswith(b'{"status":"ok"}')
 
 
 def test_concurrent_overlapping_bookings_of_one_provider_have_exactly_one_winner(tmp_path: Path):

@@ -113,3 +113,16 @@ def test_now_must_be_an_instant_with_an_offset(capsys):
     """OSBP spec, Time Discipline: instants carry Z or an offset; a usage error exits 2."""
     assert main(["--now", "2030-05-06T13:00:00"]) == 2
     assert "RFC 3339 instant" in capsys.readouterr().err
+
+
+def test_the_demo_loads_the_platform_stack_only_when_it_starts_the_platform():
+    """Platform choice: `osbp demo` binds the platform's port and starts its MCP servers before it pays for
+    the platform's web stack (FastAPI, SQLAlchemy, Alembic), which is imported in the platform's own start,
+    alongside the servers' start-ups."""
+    code = (
+        "import sys, osbp.cli, osbp.demo.cli\n"
+        "heavy = ('fastapi', 'sqlalchemy', 'sqlmodel', 'alembic', 'osbp.backend')\n"
+        "print(sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in heavy)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "['osbp.backend', 'osbp.backend.listening']"

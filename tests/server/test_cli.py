@@ -13,8 +13,10 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp.types import LATEST_PROTOCOL_VERSION
 
 from osbp.protocol.clock import FixedClock, SystemClock
 from osbp.server.cli import build_parser, load_settings, main
@@ -421,3 +423,78 @@ def test_a_postgresql_state_location_is_opened_and_its_schema_made_at_start(tmp_
     with psycopg.connect(postgres_url) as db:
         tables = {row[0] for row in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
     assert tables == {"approvals", "booking_snapshots", "confirmation_pages", "idempotency"}
+
+
+#: What a stdio server on SQLite state never runs: the platform's stack, PostgreSQL, migrations, the
+#: remote transport with its OAuth and token issuer, and the SDK's client side.
+_NOT_FOR_STDIO = (
+    "alembic",
+    "fastapi",
+    "jwt",
+    "mcp.client",
+    "osbp.backend",
+    "osbp.protocol.store_postgres",
+    "osbp.server.auth",
+    "osbp.server.http",
+    "osbp.server.issuer",
+    "psycopg",
+    "sqlalchemy",
+    "uvicorn",
+)
+#: Runs `osbp mcp` as the `osbp` command does, and writes the modules loaded by its exit to argv[1].
+_MODULES_AT_EXIT = (
+    "import atexit, json, sys\n"
+    "atexit.register(lambda: open(sys.argv[1], 'w').write(json.dumps(sorted(sys.modules))))\n"
+    "from osbp.cli import main\n"
+    "raise SystemExit(main(['mcp']))\n"
+)
+
+
+@pytest.mark.integration
+def test_a_stdio_server_on_sqlite_state_loads_no_http_oauth_postgres_or_migration_code(tmp_path):
+    """Platform choice: `osbp mcp` over stdio with SQLite state, through initialize and tools/list, never
+    imports the remote transport, OAuth, the token issuer, PostgreSQL, Alembic or the platform stack
+    (cold start pays for what it runs)."""
+    messages: list[dict[str, Any]] = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LATEST_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "osbp-tests", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    modules = tmp_path / "modules.json"
+    variables = CONFIGURED | {
+        "OSBP_STATE_PATH": str(tmp_path / "state.sqlite3"),
+        "OSBP_AUDIT_LOG_PATH": str(tmp_path / "audit.jsonl"),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-c", _MODULES_AT_EXIT, str(modules)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env(**variables),
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    answers = []
+    for message in messages:  # each request answered before the next is sent, as a host does
+        process.stdin.write(json.dumps(message) + "\n")
+        process.stdin.flush()
+        if "id" in message:
+            answers.append(json.loads(process.stdout.readline()))
+    _, stderr = process.communicate(timeout=60)  # end of input: the server stops
+    assert process.returncode == 0, stderr
+    assert [answer["id"] for answer in answers] == [1, 2]
+    assert len(answers[1]["result"]["tools"]) == 8
+    loaded = json.loads(modules.read_text(encoding="utf-8"))
+    heavy = [name for name in loaded if any(name == h or name.startswith(h + ".") for h in _NOT_FOR_STDIO)]
+    assert heavy == []
