@@ -2,14 +2,16 @@
 
 The SDK's stdio transport writes every message through an AnyIO file wrapper: a ``write`` and a ``flush``,
 each a hand-off to a worker thread and back, two per answer. A pipe, which is what every MCP host gives
-its server, can be written without blocking: :func:`claimed_stdout` puts the wire on a private,
-non-blocking duplicate of fd 1 and :class:`StdoutPipe` writes each message there at once, waiting on the
-event loop only when the host is not reading and the pipe is full (a message is written whole, in order,
-by the SDK's single writer task, so a partly written one is finished before the next begins).
+its server (some give a socket), can be written without blocking: :func:`claimed_stdout` puts the wire on
+a private, non-blocking duplicate of fd 1 and :class:`StdoutPipe` writes each message there at once,
+waiting on the event loop only when the host is not reading and the pipe is full (a message is written
+whole, in order, by the SDK's single writer task, so a partly written one is finished before the next
+begins).
 
 While serving, fd 1 points at stderr, as the SDK's own claim does: a stray ``print`` or a child's output
-never reaches the wire. On exit the descriptor is put back, blocking again. When fd 1 is not a pipe (a
-terminal, a file) nothing is claimed here and the SDK's threaded writer serves it as before.
+never reaches the wire. On exit the descriptor is put back, blocking again. When fd 1 is neither a pipe
+nor a socket (a terminal, a file) nothing is claimed here and the SDK's threaded writer serves it as
+before.
 """
 
 from __future__ import annotations
@@ -47,8 +49,9 @@ class StdoutPipe:
 
 @contextmanager
 def claimed_stdout(fd: int = 1) -> Iterator[StdoutPipe | None]:
-    """The wire as a :class:`StdoutPipe` while fd ``fd`` points at stderr; ``None`` if it is not a pipe."""
-    if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+    """The wire as a :class:`StdoutPipe` while ``fd`` points at stderr; ``None`` unless a pipe or socket."""
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
         yield None
         return
     wire = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)

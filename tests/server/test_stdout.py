@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 import threading
 import time
@@ -29,11 +30,16 @@ def test_a_message_the_pipe_has_room_for_is_written_without_leaving_the_event_lo
         os.close(write)
 
 
-async def test_a_message_larger_than_the_pipe_is_written_whole_and_in_order_while_the_host_reads_slowly() -> (
-    None
-):
+@pytest.mark.parametrize("kind", ["pipe", "socket"])
+async def test_a_message_larger_than_the_pipe_is_written_whole_and_in_order_while_the_host_reads_slowly(
+    kind: str,
+) -> None:
     """MCP stdio transport: every message is one whole line, however slowly the host reads."""
-    read, write = os.pipe()
+    if kind == "pipe":
+        read, write = os.pipe()
+    else:
+        ends = socket.socketpair()
+        read, write = (end.detach() for end in ends)
     message = "".join(f"{index:07d}," for index in range(40_000)) + "é\n"  # 320 KB, past a 64 KB pipe
     received = bytearray()
 
