@@ -132,7 +132,8 @@ def _add_columns(connection: sqlite3.Connection) -> None:
 
 #: Serialises opening (journal mode and schema) among this process's threads.
 _OPEN_LOCK = threading.Lock()
-#: Idle connections a store keeps for reuse (more threads than this at once open and close extra ones).
+#: Idle connections a store keeps for reuse, of each kind (waiting, and tried without waiting on the event
+#: loop); more threads than this at once open and close extra ones.
 POOL_SIZE = 4
 #: Connections a forked child inherited: kept referenced, never used or closed there (see the module).
 _INHERITED: list[sqlite3.Connection] = []
@@ -205,14 +206,16 @@ class StateStore:
         self.path = Path(path)
         self.location = str(self.path)
         self.busy_timeout_s = busy_timeout_s
-        self._pool: list[sqlite3.Connection] = []
+        #: Idle connections by whether they wait for locks: the busy timeout is set once per connection,
+        #: not switched off and on again around every operation tried on the event loop.
+        self._pools: dict[bool, list[sqlite3.Connection]] = {True: [], False: []}
         self._pool_lock = threading.Lock()
         self._pid = os.getpid()
         #: Per thread: whether an operation is being tried without waiting for locks (``run``).
         self._trying = threading.local()
         _create_private(self.path)
         # Opening is serialised among this process's threads; other processes are waited out (below).
-        with _OPEN_LOCK, closing(self._open()) as connection:
+        with _OPEN_LOCK, closing(self._open(waits=True)) as connection:
             self._use_wal(connection)
             # IMMEDIATE: the schema check and its creation are one write transaction, never a deferred
             # read that fails to upgrade when another opener got there first.
@@ -237,32 +240,39 @@ class StateStore:
                     raise
                 time.sleep(0.005)
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self, *, waits: bool) -> sqlite3.Connection:
         # isolation_level=None: we issue BEGIN ourselves, so every transaction boundary is explicit.
         # check_same_thread=False: a pooled connection serves one thread at a time, but not always the
         # same one (the pool hands it over under its lock, and SQLite is built thread-safe).
+        timeout = self.busy_timeout_s if waits else 0.0
         connection = sqlite3.connect(
-            self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
+            self.path, timeout=timeout, isolation_level=None, check_same_thread=False
         )
-        connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
+        connection.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
         connection.execute("PRAGMA synchronous=NORMAL")
         return connection
 
-    def _acquire(self) -> sqlite3.Connection:
+    def _forget_inherited(self) -> None:
+        """In a forked child: the pools' connections are the parent's; keep them alive, unused, start over."""
+        for pool in self._pools.values():
+            _INHERITED.extend(pool)
+            pool.clear()
+        self._pid = os.getpid()
+
+    def _acquire(self, *, waits: bool) -> sqlite3.Connection:
         with self._pool_lock:
             if self._pid != os.getpid():
-                # Forked: the pool's connections are the parent's; keep them alive, unused, and start over.
-                _INHERITED.extend(self._pool)
-                self._pool = []
-                self._pid = os.getpid()
-            if self._pool:
-                return self._pool.pop()
-        return self._open()
+                self._forget_inherited()
+            pool = self._pools[waits]
+            if pool:
+                return pool.pop()
+        return self._open(waits=waits)
 
-    def _release(self, connection: sqlite3.Connection) -> None:
+    def _release(self, connection: sqlite3.Connection, *, waits: bool) -> None:
         with self._pool_lock:
-            if self._pid == os.getpid() and not connection.in_transaction and len(self._pool) < POOL_SIZE:
-                self._pool.append(connection)
+            pool = self._pools[waits]
+            if self._pid == os.getpid() and not connection.in_transaction and len(pool) < POOL_SIZE:
+                pool.append(connection)
                 return
             if self._pid != os.getpid():
                 _INHERITED.append(connection)  # lent out before a fork: the parent's, never closed here
@@ -271,10 +281,9 @@ class StateStore:
 
     @contextmanager
     def _lent(self) -> Iterator[sqlite3.Connection]:
-        connection = self._acquire()
-        no_wait = getattr(self._trying, "on", False)
-        if no_wait:
-            connection.execute("PRAGMA busy_timeout=0")
+        # Tried on the event loop (``run``): a connection with no busy timeout, which fails at once on a lock.
+        waits = not getattr(self._trying, "on", False)
+        connection = self._acquire(waits=waits)
         try:
             yield connection
         except BaseException as error:
@@ -282,16 +291,11 @@ class StateStore:
             if connection.in_transaction:
                 connection.close()
                 raise
-            self._give_back(connection, no_wait)
-            if no_wait and _is_busy(error):
+            self._release(connection, waits=waits)
+            if not waits and _is_busy(error):
                 raise _WouldWait from error
             raise
-        self._give_back(connection, no_wait)
-
-    def _give_back(self, connection: sqlite3.Connection, no_wait: bool) -> None:
-        if no_wait:
-            connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
-        self._release(connection)
+        self._release(connection, waits=waits)
 
     async def run(self, operation: Callable[[], _T]) -> _T:
         """Run one single-transaction ``operation``: on the event loop if it need not wait, else in a thread.
@@ -328,10 +332,11 @@ class StateStore:
     def close(self) -> None:
         """Close the idle pooled connections (the store reopens on its next use)."""
         with self._pool_lock:
-            idle, self._pool = self._pool, []
             if self._pid != os.getpid():
-                _INHERITED.extend(idle)
-                idle, self._pid = [], os.getpid()
+                self._forget_inherited()
+            idle = [connection for pool in self._pools.values() for connection in pool]
+            for pool in self._pools.values():
+                pool.clear()
         for connection in idle:
             connection.close()
 

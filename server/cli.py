@@ -40,6 +40,7 @@ from osbp.server.confirmation import ConfirmationPolicy
 from osbp.server.logs import configure_logging
 from osbp.server.settings import ServerSettings, describe, nest, settings_of
 from osbp.server.stdin import StdinLines
+from osbp.server.stdout import claimed_stdout
 
 __all__ = ["build_parser", "load_settings", "main", "serve"]
 
@@ -174,10 +175,14 @@ async def serve(
             where = {"platform": adapter.platform.to_wire(), "audit": str(audit.path)}
             logger.info("serving_stdio", extra=where)
             stdin = StdinLines(sys.stdin.fileno())
-            # duck-typed: the SDK only iterates it
-            async with stdio_server(stdin=cast("anyio.AsyncFile[str]", stdin)) as (read_stream, write_stream):
-                stdin.answer_through(write_stream)  # lines the SDK cannot read are answered on its writer
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+            # duck-typed: the SDK only iterates stdin, and only writes and flushes stdout
+            with claimed_stdout() as stdout:
+                async with stdio_server(
+                    stdin=cast("anyio.AsyncFile[str]", stdin),
+                    stdout=cast("anyio.AsyncFile[str] | None", stdout),
+                ) as (read_stream, write_stream):
+                    stdin.answer_through(write_stream)  # lines the SDK cannot read are answered on its writer
+                    await server.run(read_stream, write_stream, server.create_initialization_options())
             group.cancel_scope.cancel()
     finally:
         await close_parts(adapter, audit)

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import httpx2
@@ -23,6 +24,7 @@ from osbp.adapter.bookwell import PLATFORM, VERSION_HEADER
 from osbp.adapter.upstream import (
     LIFECYCLE_LOGGER,
     REDACTED,
+    URL_CACHE_SIZE,
     LifecycleNotices,
     Upstream,
     UpstreamResponse,
@@ -64,9 +66,7 @@ Handler = Callable[[httpx2.Request], httpx2.Response]
 def upstream_with(handler: Handler, notices: LifecycleNotices | None = None, **settings: object) -> Upstream:
     """An Upstream over a MockTransport answering with ``handler``."""
     configured = AdapterSettings(
-        platform_base_url="http://platform.test",
-        organization_id="carolyns_dental",
-        **settings,
+        **{"platform_base_url": "http://platform.test", "organization_id": "carolyns_dental", **settings}
     )
     return Upstream(
         configured,
@@ -100,6 +100,83 @@ async def test_every_request_carries_the_version_pin_user_agent_and_source_marke
         assert request.headers["user-agent"] == user_agent()
         assert request.headers["x-osbp-source"] == "osbp-local-mcp"
         assert "authorization" not in request.headers
+
+
+async def test_each_request_is_exactly_what_the_http_client_would_build_from_the_same_arguments() -> None:
+    """Platform choice: requests are built with their URL parsed once per target, byte for byte as before."""
+    seen: list[httpx2.Request] = []
+
+    def record(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200, json={}, headers={"set-cookie": "session=kept; Path=/"})
+
+    upstream = upstream_with(record, platform_base_url="http://platform.test/base/")
+    await upstream.fetch("GET", "/api/{org}", path={"org": "a"})  # the platform sets a cookie
+    calls: list[dict[str, Any]] = [
+        {
+            "method": "GET",
+            "route": "/api/{org}/availability",
+            "path": {"org": "a b"},
+            "params": {"d": "x y&z"},
+        },
+        {
+            "method": "GET",
+            "route": "/api/{org}/availability",
+            "path": {"org": "a b"},
+            "params": {"d": "x y&z"},
+        },
+        {"method": "GET", "route": "/api/{org}/services/{id}", "path": {"org": "a", "id": "s/1"}},
+        {
+            "method": "POST",
+            "route": "/api/{org}/appointments",
+            "path": {"org": "a"},
+            "body": {"name": "Zoë", "n": [1, 2]},
+            "headers": {"Idempotency-Key": "k1", "If-Match": '"t"'},
+        },
+    ]
+    for call in calls:
+        await upstream.fetch(**call)
+    await upstream.aclose()
+    settings = AdapterSettings(platform_base_url="http://platform.test", organization_id="carolyns_dental")
+    reference = httpx2.AsyncClient(
+        base_url="http://platform.test/base",
+        headers={
+            VERSION_HEADER: PLATFORM.api_version,
+            "user-agent": user_agent(),
+            "x-osbp-source": settings.source,
+            "accept": "application/json",
+        },
+        cookies={"session": "kept"},
+        timeout=httpx2.Timeout(settings.read_timeout_s, connect=settings.connect_timeout_s),
+    )
+    assert "cookie" not in seen[0].headers
+    for call, request in zip(calls, seen[1:], strict=True):
+        url = call["route"].format(**{key: quote(value, safe="") for key, value in call["path"].items()})
+        expected = reference.build_request(
+            call["method"], url, params=call.get("params"), json=call.get("body"), headers=call.get("headers")
+        )
+        assert request.method == expected.method
+        assert str(request.url) == str(expected.url)
+        assert request.url.raw_path == expected.url.raw_path
+        assert request.headers.raw == expected.headers.raw
+        assert request.content == expected.content
+        assert request.extensions == expected.extensions
+    await reference.aclose()
+
+
+async def test_the_parsed_urls_kept_are_bounded_however_many_targets_are_asked_for() -> None:
+    """Platform choice: a parsed URL is kept per target, at most URL_CACHE_SIZE of them, oldest out first."""
+    upstream = upstream_with(ok)
+    route = "/api/{org}/appointments/{id}"
+    for index in range(URL_CACHE_SIZE + 5):
+        await upstream.fetch("GET", route, path={"org": "a", "id": f"apt_{index}"})
+    await upstream.fetch("GET", route, path={"org": "a", "id": f"apt_{URL_CACHE_SIZE + 4}"})
+    await upstream.aclose()
+    kept = [url for url, _ in upstream._urls]  # the cache itself: its size is the promise under test
+    assert len(kept) == URL_CACHE_SIZE
+    assert "/api/a/appointments/apt_4" not in kept
+    assert kept[0] == "/api/a/appointments/apt_5"
+    assert kept[-1] == f"/api/a/appointments/apt_{URL_CACHE_SIZE + 4}"
 
 
 def test_user_agent_names_osbp_the_adapter_and_the_python_version() -> None:

@@ -416,6 +416,25 @@ async def test_an_uncontended_operation_runs_on_the_calling_thread_without_a_han
 
 
 @pytest.mark.anyio
+async def test_an_operation_tried_on_the_event_loop_runs_only_its_own_statements(tmp_path: Path) -> None:
+    """Platform choice: the no-wait busy timeout is set once per connection, never switched off and on
+    around each operation (two statements more per operation)."""
+    store = StateStore(tmp_path / "s.sqlite3")
+    traced: list[str] = []
+
+    def write() -> None:
+        with store.write() as connection:
+            connection.set_trace_callback(traced.append)
+            connection.execute("DELETE FROM approvals")
+
+    await store.run(write)
+    await store.run(write)  # the traced connection again, from the pool
+    assert traced == ["DELETE FROM approvals", "COMMIT", "BEGIN IMMEDIATE", "DELETE FROM approvals", "COMMIT"]
+    with store.read() as connection:  # outside run: a connection that waits for locks
+        assert connection.execute("PRAGMA busy_timeout").fetchone() == (10_000,)
+
+
+@pytest.mark.anyio
 async def test_an_operation_meeting_another_connections_lock_waits_for_it_in_a_worker_thread(
     tmp_path: Path,
 ) -> None:
