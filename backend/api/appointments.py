@@ -130,7 +130,6 @@ def create_appointment(
         tokens=runtime.tokens,
         if_match=if_match,
     )
-    runtime.webhooks.set()
     headers = {"Location": _path(organization_id, str(outcome.body.get("id", "")))}
     if outcome.replayed:
         headers["Idempotent-Replayed"] = "true"
@@ -186,5 +185,4 @@ def _change_status(
         now=runtime.clock.now(),
         tokens=runtime.tokens,
     )
-    runtime.webhooks.set()
     return model_response(changed)

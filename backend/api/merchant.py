@@ -34,7 +34,6 @@ def _act(runtime: Runtime, organization_id: str, appointment_id: str, name: str)
         now=runtime.clock.now(),
         tokens=runtime.tokens,
     )
-    runtime.webhooks.set()
     return model_response(changed)
 
 
@@ -86,5 +85,4 @@ def merchant_reschedule(
         now=runtime.clock.now(),
         tokens=runtime.tokens,
     )
-    runtime.webhooks.set()
     return model_response(moved)
