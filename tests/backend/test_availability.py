@@ -259,7 +259,7 @@ def test_openings_are_remembered_per_exact_input_and_handed_out_as_fresh_lists()
     """Platform choice: memoized openings are exact (every input is the key) and callers cannot spoil them."""
     tz = zone("America/New_York")
     monday = date(2026, 5, 4)
-    hours = [{"weekday": 1, "open": "09:00", "close": "10:00"}]
+    hours: list[dict[str, str | int]] = [{"weekday": 1, "open": "09:00", "close": "10:00"}]
     first = local_openings(hours, tz, monday, 30, 30)
     first.clear()
     assert [o.time for o in local_openings(hours, tz, monday, 30, 30)] == ["09:00", "09:30"]
