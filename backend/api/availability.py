@@ -11,10 +11,10 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from starlette.responses import Response
 
-from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses, version_pin
+from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses
 from osbp.backend.availability import Slot, find_slots
 from osbp.backend.catalog import (
     get_location,
@@ -34,7 +34,7 @@ from osbp.backend.wire import DATE_PATTERN, AvailabilityOut, SlotOut
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api", tags=["availability"], dependencies=[Depends(version_pin)])
+router = APIRouter(prefix="/api", tags=["availability"])
 
 
 @router.get(
