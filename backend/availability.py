@@ -18,8 +18,9 @@ than `MAX_DURATION_MINUTES`, so only starts within that much before the window c
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
@@ -48,12 +49,30 @@ MAX_DURATION_MINUTES = 24 * 60
 
 @dataclass(frozen=True)
 class Opening:
-    """One candidate start: wall-clock start and end (naive, local) and the UTC instants (epoch s)."""
+    """One candidate start: wall-clock start and end (naive, local) and the UTC instants (epoch s).
+
+    ``date``/``time`` and ``end_date``/``end_time`` are the wall-clock as the API writes it
+    (``YYYY-MM-DD``, ``HH:MM``), rendered once with the opening.
+    """
 
     local_start: datetime
     local_end: datetime
     start_utc: int
     end_utc: int
+    date: str = field(init=False)
+    time: str = field(init=False)
+    end_date: str = field(init=False)
+    end_time: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        wall = {
+            "date": self.local_start.date().isoformat(),
+            "time": self.local_start.strftime("%H:%M"),
+            "end_date": self.local_end.date().isoformat(),
+            "end_time": self.local_end.strftime("%H:%M"),
+        }
+        for name, value in wall.items():
+            object.__setattr__(self, name, value)  # a frozen dataclass's derived fields
 
 
 @dataclass(frozen=True)
@@ -79,15 +98,19 @@ def to_instant(local: datetime, tz: ZoneInfo) -> datetime | None:
     return instant
 
 
-def _periods(hours: Iterable[dict[str, str | int]], day: date) -> list[tuple[datetime, datetime]]:
+#: Weekly hours as a hashable key: ``(weekday, open, close)`` per entry, in the stored order.
+_HoursKey = tuple[tuple[int | str, str, str], ...]
+
+
+def _periods(hours: _HoursKey, day: date) -> list[tuple[datetime, datetime]]:
     """Opening periods (naive local open, close) that can hold a start on `day`."""
     periods = []
     for offset in (-1, 0):
         opening_day = day + timedelta(days=offset)
-        for entry in hours:
-            if entry["weekday"] != native_weekday(opening_day):
+        for weekday, opens, closes in hours:
+            if weekday != native_weekday(opening_day):
                 continue
-            open_t, close_t = time.fromisoformat(str(entry["open"])), time.fromisoformat(str(entry["close"]))
+            open_t, close_t = time.fromisoformat(opens), time.fromisoformat(closes)
             start = datetime.combine(opening_day, open_t)
             end_day = opening_day if close_t > open_t else opening_day + timedelta(days=1)
             end = datetime.combine(end_day, close_t)
@@ -99,7 +122,19 @@ def _periods(hours: Iterable[dict[str, str | int]], day: date) -> list[tuple[dat
 def local_openings(
     hours: Iterable[dict[str, str | int]], tz: ZoneInfo, day: date, grid_minutes: int, duration_minutes: int
 ) -> list[Opening]:
-    """Every grid start on local `day` whose whole duration fits inside its opening period."""
+    """Every grid start on local `day` whose whole duration fits inside its opening period.
+
+    A pure function of its arguments, so answers are memoized (keyed by every input): availability and
+    every create ask for the same day's openings again and again.
+    """
+    key = tuple((entry["weekday"], str(entry["open"]), str(entry["close"])) for entry in hours)
+    return list(_openings(key, tz, day, grid_minutes, duration_minutes))
+
+
+@functools.lru_cache(maxsize=512)  # a few hundred (hours, day, grid, duration) combinations in use
+def _openings(
+    hours: _HoursKey, tz: ZoneInfo, day: date, grid_minutes: int, duration_minutes: int
+) -> tuple[Opening, ...]:
     grid, duration = timedelta(minutes=grid_minutes), timedelta(minutes=duration_minutes)
     openings: dict[datetime, Opening] = {}
     for period_open, period_close in _periods(hours, day):
@@ -117,7 +152,7 @@ def local_openings(
                         end_utc=int(end.timestamp()),
                     )
             cursor += grid
-    return [openings[key] for key in sorted(openings)]
+    return tuple(openings[key] for key in sorted(openings))
 
 
 def busy_intervals(
@@ -166,7 +201,11 @@ def find_slots(
     """The offered slots for `service` on local `day` among these locations and providers."""
     now_epoch = now.timestamp()
     candidates: list[Slot] = []
+    by_id = sorted(providers, key=lambda item: item.id)
     for location in sorted(locations, key=lambda item: item.id):
+        staff = [provider for provider in by_id if eligible(service, location, provider)]
+        if not staff:
+            continue
         openings = local_openings(
             location.hours,
             zone(location.time_zone),
@@ -174,11 +213,9 @@ def find_slots(
             organization.slot_interval_minutes,
             service.duration_minutes,
         )
-        openings = [opening for opening in openings if opening.start_utc > now_epoch]
         for opening in openings:
-            for provider in sorted(providers, key=lambda item: item.id):
-                if eligible(service, location, provider):
-                    candidates.append(Slot(location, provider, opening))
+            if opening.start_utc > now_epoch:
+                candidates.extend(Slot(location, provider, opening) for provider in staff)
     if not candidates or organization.parallel_bookings:
         return candidates
     lo = min(slot.opening.start_utc for slot in candidates)

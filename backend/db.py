@@ -12,7 +12,7 @@ takes advisory locks on what it re-checks (`dialects.serialise`). The schema com
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 
 from sqlmodel import Session, SQLModel
@@ -23,7 +23,10 @@ from osbp.backend.commit_hold import hold_before_commit
 from osbp.backend.database_url import parse_database
 from osbp.backend.dialects import BUSY_TIMEOUT_MS, build_engine, reader, writer
 
-__all__ = ["BUSY_TIMEOUT_MS", "Database"]
+__all__ = ["BUSY_TIMEOUT_MS", "EVENTS_QUEUED", "Database"]
+
+#: The ``Session.info`` flag of a write transaction that queued a webhook event (`webhook_events.record`).
+EVENTS_QUEUED = "osbp_events_queued"
 
 
 class Database:
@@ -39,6 +42,8 @@ class Database:
         self._lock: threading.RLock | None = threading.RLock() if self.in_memory else None
         self._reader = reader(self.engine)
         self._writer = writer(self.engine)
+        #: Called after the commit of a write transaction that queued webhook events (wakes the worker).
+        self.on_events_queued: Callable[[], None] | None = None
 
     def clear(self, session: Session) -> None:
         """Delete every row, children before parents (reset to seeds starts here)."""
@@ -73,12 +78,19 @@ class Database:
                 except commit_on:
                     hold_before_commit()  # the slow-commit fault: the write lock is still held here
                     session.commit()
+                    self._committed(session)
                     raise
                 hold_before_commit()
                 session.commit()
             except BaseException:
                 session.rollback()
                 raise
+        self._committed(session)
+
+    def _committed(self, session: Session) -> None:
+        """After a commit: announce queued webhook events (only those: other writes wake nobody)."""
+        if session.info.pop(EVENTS_QUEUED, False) and self.on_events_queued is not None:
+            self.on_events_queued()
 
     def dispose(self) -> None:
         """Close pooled connections."""

@@ -12,6 +12,7 @@ A pure ASGI middleware (outermost in the app) that
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import uuid
@@ -20,7 +21,7 @@ from datetime import UTC, datetime
 from email.utils import format_datetime
 
 import http_sf
-from starlette.datastructures import Headers, MutableHeaders
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from osbp.backend.logs import current_request_id, logger
@@ -63,6 +64,12 @@ DEPRECATIONS: tuple[tuple[re.Pattern[str], dict[str, str]], ...] = (
     ),
 )
 _CREATE_PATH = re.compile(r"^/api/organizations/([^/]+)/appointments/?$")
+
+
+@functools.lru_cache(maxsize=64)
+def _header_name(name: str) -> bytes:
+    """A header name as ASGI carries it (lower case, latin-1), for the few names the edge stamps."""
+    return name.lower().encode("latin-1")
 
 
 def _request_id(sent: str | None, fresh: Callable[[], str]) -> str:
@@ -111,10 +118,13 @@ class PlatformEdge:
             if message["type"] == "http.response.start":
                 response_started[0] = True
                 status_box[0] = message["status"]
-                headers = MutableHeaders(scope=message)
+                raw = message["headers"] = list(message.get("headers", ()))
+                present = {name for name, _value in raw}
                 for name, value in extra.items():
                     # A field an inner layer set itself (a faulted 429's spent RateLimit) is kept.
-                    headers.setdefault(name, value)
+                    encoded = _header_name(name)
+                    if encoded not in present:
+                        raw.append((encoded, value.encode("latin-1")))
             await send(message)
 
         try:

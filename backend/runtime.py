@@ -48,6 +48,10 @@ class Runtime:
     _armed: dict[str, str] = field(default_factory=dict)
     _create_requests: Counter[str] = field(default_factory=Counter)
 
+    def __post_init__(self) -> None:
+        # A committed write that queued webhook events wakes the worker; no other request does.
+        self.db.on_events_queued = self.webhooks.set
+
     @classmethod
     def build(cls, settings: BackendSettings, tokens: TokenSource | None = None) -> Runtime:
         """Open (and seed) the database and assemble the runtime from `settings`."""

@@ -22,7 +22,16 @@ from standardwebhooks import Webhook
 from osbp.backend.db import Database
 from osbp.backend.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 
-__all__ = ["Attempt", "Due", "due", "next_due_utc", "record_attempt", "retry_delay", "signed_headers"]
+__all__ = [
+    "Attempt",
+    "Due",
+    "due",
+    "next_due_utc",
+    "pending_exists",
+    "record_attempt",
+    "retry_delay",
+    "signed_headers",
+]
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,13 @@ def next_due_utc(db: Database) -> float | None:
     with db.read() as session:
         found = session.exec(select(func.min(WebhookDelivery.next_attempt_utc)).where(_heads())).one()
     return None if found is None else float(found)
+
+
+def pending_exists(db: Database) -> bool:
+    """Whether any delivery is pending at all (one lookup on the due index: the idle worker's check)."""
+    query = select(WebhookDelivery.id).where(col(WebhookDelivery.state) == "pending").limit(1)
+    with db.read() as session:
+        return session.exec(query).first() is not None
 
 
 def record_attempt(

@@ -2,9 +2,11 @@
 
 `record` runs in the caller's write transaction: the event row (its exact body, fixed now so every retry
 sends the same bytes) and one pending delivery per endpoint subscribed to its type commit or roll back
-with the change itself. A change nobody listens to writes nothing. The body follows Standard Webhooks:
-`{"type", "timestamp", "data"}`, and `data` holds the appointment document as it is after the change,
-the `actor` (`customer` or `merchant`) and, per type, `previous_status` or `previous` (the old times).
+with the change itself. A change nobody listens to writes nothing, and wakes nothing: only a transaction
+that queued a delivery wakes the worker, once it commits (`Database.on_events_queued`). The body follows
+Standard Webhooks: `{"type", "timestamp", "data"}`, and `data` holds the appointment document as it is
+after the change, the `actor` (`customer` or `merchant`) and, per type, `previous_status` or `previous`
+(the old times).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Literal
 
 from sqlmodel import Session, select
 
+from osbp.backend.db import EVENTS_QUEUED
 from osbp.backend.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from osbp.backend.tokens import TokenSource
 from osbp.backend.wire import AppointmentOut
@@ -80,4 +83,5 @@ def record(
                 next_attempt_utc=now.timestamp(),
             )
         )
+    session.info[EVENTS_QUEUED] = True
     return event.id

@@ -1,11 +1,15 @@
 """The webhook worker: a background task in the platform process that delivers what the outbox holds.
 
 It runs for the app's lifespan (`running`), one attempt at a time, so per-appointment order is simple to
-keep. It wakes when a route commits an event or the test surface moves the clock (`Runtime.webhooks`),
-when the next retry falls due, and at least every `IDLE_POLL_SECONDS`. Stopping cancels it at once, an attempt
-in flight included: that delivery stays pending and is attempted again after a restart (at-least-once,
-same `webhook-id`). Everything it needs is in the database, so a restarted platform resumes where the
-last one stopped.
+keep. It wakes when a write that queued an event commits or the test surface moves the clock
+(`Runtime.webhooks`; a read, or a write nobody subscribed to, wakes nothing), and when the next retry
+falls due. While a delivery is pending it looks at least every `IDLE_POLL_SECONDS`. With nothing pending
+it runs no delivery query at all: on an in-memory database (one process) it sleeps until woken; on a
+database other processes may write (a SQLite file, PostgreSQL replicas) it checks every
+`IDLE_POLL_SECONDS` with one indexed lookup for a delivery another process queued (`pending_exists`).
+Stopping cancels it at once, an attempt in flight included: that delivery stays pending and is attempted
+again after a restart (at-least-once, same `webhook-id`). Everything it needs is in the database, so a
+restarted platform resumes where the last one stopped.
 """
 
 from __future__ import annotations
@@ -21,11 +25,20 @@ import httpx2
 from osbp.backend.headers import PLATFORM_SERVER
 from osbp.backend.logs import logger
 from osbp.backend.runtime import Runtime
-from osbp.backend.webhook_delivery import Attempt, Due, due, next_due_utc, record_attempt, signed_headers
+from osbp.backend.webhook_delivery import (
+    Attempt,
+    Due,
+    due,
+    next_due_utc,
+    pending_exists,
+    record_attempt,
+    signed_headers,
+)
 
 __all__ = ["IDLE_POLL_SECONDS", "running"]
 
-#: The longest the worker sleeps without looking (it also catches a clock moved by other means).
+#: The longest the worker sleeps without looking while a delivery is pending (it also catches a clock
+#: moved by other means), and between an idle worker's checks for another process's deliveries.
 IDLE_POLL_SECONDS = 1.0
 
 
@@ -62,8 +75,9 @@ async def _attempt(client: httpx2.AsyncClient, runtime: Runtime, item: Due) -> N
     )
 
 
-async def _round(client: httpx2.AsyncClient, runtime: Runtime) -> float:
-    """Attempt everything due; how long to sleep before looking again (0 when more may be due)."""
+async def _round(client: httpx2.AsyncClient, runtime: Runtime) -> float | None:
+    """Attempt everything due; how long to sleep before looking again (0 when more may be due, None when
+    nothing is pending at all)."""
     batch = await anyio.to_thread.run_sync(lambda: due(runtime.db, now=runtime.clock.now()))
     for item in batch:
         await _attempt(client, runtime, item)
@@ -71,8 +85,22 @@ async def _round(client: httpx2.AsyncClient, runtime: Runtime) -> float:
         return 0.0
     upcoming = await anyio.to_thread.run_sync(lambda: next_due_utc(runtime.db))
     if upcoming is None:
-        return IDLE_POLL_SECONDS
+        return None
     return min(IDLE_POLL_SECONDS, max(0.0, upcoming - runtime.clock.now().timestamp()))
+
+
+async def _idle(runtime: Runtime, wake: asyncio.Event) -> None:
+    """Nothing is pending: wait for a wake-up, or (where other processes share the database) for a poll
+    that finds a delivery one of them queued."""
+    if runtime.db.in_memory:  # no other process can queue anything here
+        await wake.wait()
+        return
+    while True:
+        with anyio.move_on_after(IDLE_POLL_SECONDS):
+            await wake.wait()
+            return
+        if await anyio.to_thread.run_sync(lambda: pending_exists(runtime.db)):
+            return
 
 
 async def _work(runtime: Runtime, wake: asyncio.Event) -> None:
@@ -82,12 +110,15 @@ async def _work(runtime: Runtime, wake: asyncio.Event) -> None:
     async with httpx2.AsyncClient(timeout=timeout, headers=headers, trust_env=False) as client:
         while True:
             wake.clear()
+            pause: float | None
             try:
                 pause = await _round(client, runtime)
             except Exception:  # a broken database must not end delivery for the process's lifetime
                 logger.exception("webhook_worker_failed")
                 pause = IDLE_POLL_SECONDS
-            if pause > 0:
+            if pause is None:
+                await _idle(runtime, wake)
+            elif pause > 0:
                 with anyio.move_on_after(pause):
                     await wake.wait()
 

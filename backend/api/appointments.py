@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header
+from fastapi import APIRouter, Header
 from starlette.responses import JSONResponse, Response
 
 from osbp.backend import appointments
-from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses, version_pin
+from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses
 from osbp.backend.idempotency import parse_key
 from osbp.backend.openapi import answer_headers, header_parameter
 from osbp.backend.problems import Problem, ProblemError
@@ -23,7 +23,7 @@ from osbp.backend.wire import AppointmentCreate, AppointmentOut
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api", tags=["appointments"], dependencies=[Depends(version_pin)])
+router = APIRouter(prefix="/api", tags=["appointments"])
 
 _ARMED_DETAIL: dict[str, Problem] = {
     "slot_taken": Problem("slot_taken", "The selected time was just booked by someone else."),
@@ -130,7 +130,6 @@ def create_appointment(
         tokens=runtime.tokens,
         if_match=if_match,
     )
-    runtime.webhooks.set()
     headers = {"Location": _path(organization_id, str(outcome.body.get("id", "")))}
     if outcome.replayed:
         headers["Idempotent-Replayed"] = "true"
@@ -186,5 +185,4 @@ def _change_status(
         now=runtime.clock.now(),
         tokens=runtime.tokens,
     )
-    runtime.webhooks.set()
     return model_response(changed)

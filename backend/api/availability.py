@@ -9,13 +9,13 @@ may wait out the busy timeout) stay `def`, in the thread pool.
 from __future__ import annotations
 
 from datetime import date
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from starlette.responses import Response
 
-from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses, version_pin
-from osbp.backend.availability import find_slots
+from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses
+from osbp.backend.availability import Slot, find_slots
 from osbp.backend.catalog import (
     get_location,
     get_organization,
@@ -26,6 +26,7 @@ from osbp.backend.catalog import (
     service_price,
 )
 from osbp.backend.catalog_cache import catalog_version
+from osbp.backend.models import Service
 from osbp.backend.openapi import answer_headers
 from osbp.backend.problems import ProblemError
 from osbp.backend.validators import REVISION_HEADER, offer_token
@@ -33,7 +34,7 @@ from osbp.backend.wire import DATE_PATTERN, AvailabilityOut, SlotOut
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api", tags=["availability"], dependencies=[Depends(version_pin)])
+router = APIRouter(prefix="/api", tags=["availability"])
 
 
 @router.get(
@@ -92,38 +93,54 @@ async def read_availability(
             day=day,
             now=runtime.clock.now(),
         )
-    price = service_price(service)
     found = AvailabilityOut(
         organization_id=organization_id,
         service_id=service_id,
         date=day.isoformat(),
-        slots=[
-            SlotOut(
-                location_id=slot.location.id,
-                location_name=slot.location.name,
-                time_zone=slot.location.time_zone,
-                provider_id=slot.provider.id,
-                provider_name=slot.provider.name,
-                provider_image_url=slot.provider.image_url,
-                service_id=service.id,
-                date=slot.opening.local_start.date().isoformat(),
-                time=slot.opening.local_start.strftime("%H:%M"),
-                end_date=slot.opening.local_end.date().isoformat(),
-                end_time=slot.opening.local_end.strftime("%H:%M"),
-                duration_minutes=service.duration_minutes,
-                price=price,
-                offer_token=offer_token(
-                    version,
-                    location_id=slot.location.id,
-                    provider_id=slot.provider.id,
-                    service_id=service.id,
-                    date=slot.opening.local_start.date().isoformat(),
-                    time=slot.opening.local_start.strftime("%H:%M"),
-                ),
-            )
-            for slot in slots
-        ],
+        slots=_slots_out(slots, service, version),
     )
     response = model_response(found)
     response.headers[REVISION_HEADER] = version
     return response
+
+
+def _slots_out(slots: list[Slot], service: Service, version: str) -> list[SlotOut]:
+    """The answer's slots: what every slot of one location and provider shares is read from them once."""
+    price, service_id = service_price(service), service.id
+    shared: dict[tuple[str, str], dict[str, Any]] = {}
+    out = []
+    for slot in slots:
+        location, provider, opening = slot.location, slot.provider, slot.opening
+        key = (location.id, provider.id)
+        fields = shared.get(key)
+        if fields is None:
+            fields = shared[key] = {
+                "location_id": location.id,
+                "location_name": location.name,
+                "time_zone": location.time_zone,
+                "provider_id": provider.id,
+                "provider_name": provider.name,
+                "provider_image_url": provider.image_url,
+                "service_id": service_id,
+                "duration_minutes": service.duration_minutes,
+                "price": price,
+            }
+        token = offer_token(
+            version,
+            location_id=key[0],
+            provider_id=key[1],
+            service_id=service_id,
+            date=opening.date,
+            time=opening.time,
+        )
+        out.append(
+            SlotOut(
+                **fields,
+                date=opening.date,
+                time=opening.time,
+                end_date=opening.end_date,
+                end_time=opening.end_time,
+                offer_token=token,
+            )
+        )
+    return out

@@ -1,4 +1,8 @@
-"""What the routes share: the runtime and version-pin dependencies, and rendering a wire model.
+"""What the routes share: the runtime dependency, and rendering a wire model.
+
+The `Bookwell-Version` pin is the edge's (`osbp.backend.headers`) and is documented on every operation by
+the contract (`osbp.backend.openapi`), so no route carries a dependency for it: FastAPI would resolve one
+on every request only to document it.
 
 `problem_responses` (the documented problem codes of a route) lives in `osbp.backend.openapi`; it is
 re-exported here beside the other things every route module imports.
@@ -8,17 +12,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Request
 from pydantic import BaseModel
 from starlette.responses import Response
 
 from osbp.backend.openapi import problem_responses
 from osbp.backend.runtime import Runtime
 
-__all__ = ["RuntimeDep", "json_response", "model_json", "model_response", "problem_responses", "version_pin"]
+__all__ = ["RuntimeDep", "json_response", "model_json", "model_response", "problem_responses"]
 
 
-# The dependencies are `async def` on purpose: they never block, and FastAPI runs a plain `def`
+# The dependency is `async def` on purpose: it never blocks, and FastAPI runs a plain `def`
 # dependency in the worker thread pool, a thread hand-off (and back) for every request.
 async def _runtime(request: Request) -> Runtime:
     runtime: Runtime = request.app.state.runtime
@@ -26,15 +30,6 @@ async def _runtime(request: Request) -> Runtime:
 
 
 RuntimeDep = Annotated[Runtime, Depends(_runtime)]
-
-
-async def version_pin(
-    bookwell_version: Annotated[
-        str | None,
-        Header(alias="Bookwell-Version", description="Dated API version, e.g. 2026-04-01 (the default)"),
-    ] = None,
-) -> None:
-    """Declare the version pin in the OpenAPI document (the edge middleware enforces it)."""
 
 
 def model_response(model: BaseModel) -> Response:

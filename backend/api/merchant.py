@@ -6,17 +6,17 @@ webhook event and wakes the worker. Writing routes stay `def`, in the thread poo
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from starlette.responses import Response
 
 from osbp.backend import merchant
-from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses, version_pin
+from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses
 from osbp.backend.runtime import Runtime
 from osbp.backend.wire import AppointmentOut
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api", tags=["merchant"], dependencies=[Depends(version_pin)])
+router = APIRouter(prefix="/api", tags=["merchant"])
 
 _PATH = "/organizations/{organization_id}/merchant/appointments/{appointment_id}"
 # No body and no query: nothing to refuse as `invalid_request`.
@@ -34,7 +34,6 @@ def _act(runtime: Runtime, organization_id: str, appointment_id: str, name: str)
         now=runtime.clock.now(),
         tokens=runtime.tokens,
     )
-    runtime.webhooks.set()
     return model_response(changed)
 
 
@@ -86,5 +85,4 @@ def merchant_reschedule(
         now=runtime.clock.now(),
         tokens=runtime.tokens,
     )
-    runtime.webhooks.set()
     return model_response(moved)

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header
+from fastapi import APIRouter, Header
 from sqlmodel import Session, col, select
 from starlette.responses import Response
 
-from osbp.backend.api.deps import RuntimeDep, model_json, problem_responses, version_pin
+from osbp.backend.api.deps import RuntimeDep, model_json, problem_responses
 from osbp.backend.catalog import (
     get_organization,
     get_service,
@@ -40,7 +40,7 @@ from osbp.backend.wire import OrganizationList, OrganizationOut, ServiceList, Se
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api", tags=["organizations"], dependencies=[Depends(version_pin)])
+router = APIRouter(prefix="/api", tags=["organizations"])
 
 IfNoneMatch = Annotated[
     str | None,

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from starlette.responses import Response
 
 from osbp.backend import webhook_endpoints
-from osbp.backend.api.deps import RuntimeDep, json_response, model_json, problem_responses, version_pin
+from osbp.backend.api.deps import RuntimeDep, json_response, model_json, problem_responses
 from osbp.backend.openapi import answer_headers
 from osbp.backend.webhook_endpoints import EndpointCreate, EndpointCreated, EndpointList, EndpointOut
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api", tags=["webhooks"], dependencies=[Depends(version_pin)])
+router = APIRouter(prefix="/api", tags=["webhooks"])
 
 _PATH = "/organizations/{organization_id}/webhook-endpoints"
 _ONE = problem_responses("organization_not_found", "webhook_endpoint_not_found")

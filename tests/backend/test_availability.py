@@ -253,3 +253,17 @@ def test_openapi_docs_are_served(client):
     """Platform choice: OpenAPI docs at /docs."""
     assert client.get("/docs").status_code == 200
     assert client.get("/openapi.json").json()["info"]["title"] == "Bookwell"
+
+
+def test_openings_are_remembered_per_exact_input_and_handed_out_as_fresh_lists():
+    """Platform choice: memoized openings are exact (every input is the key) and callers cannot spoil them."""
+    tz = zone("America/New_York")
+    monday = date(2026, 5, 4)
+    hours: list[dict[str, str | int]] = [{"weekday": 1, "open": "09:00", "close": "10:00"}]
+    first = local_openings(hours, tz, monday, 30, 30)
+    first.clear()
+    assert [o.time for o in local_openings(hours, tz, monday, 30, 30)] == ["09:00", "09:30"]
+    hours[0]["close"] = "10:30"  # an edited row: a different key, computed afresh
+    assert [o.time for o in local_openings(hours, tz, monday, 30, 30)] == ["09:00", "09:30", "10:00"]
+    assert [o.time for o in local_openings(hours, tz, monday, 15, 30)][:3] == ["09:00", "09:15", "09:30"]
+    assert [o.end_time for o in local_openings(hours, tz, monday, 30, 60)] == ["10:00", "10:30"]

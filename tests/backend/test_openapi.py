@@ -557,6 +557,15 @@ def test_the_problem_schema_lists_every_code_and_extension_member():
     assert problem["additionalProperties"] is False
 
 
+def test_every_operation_documents_the_edge_request_headers_once_after_its_own():
+    """Platform choice (versioning): the edge's Bookwell-Version and X-Request-Id are on every operation,
+    stated by the contract itself, so no route needs a dependency to document them."""
+    for method, path in _operations(DOCUMENT):
+        names = [(p["in"], p["name"]) for p in DOCUMENT["paths"][path][method.lower()].get("parameters", [])]
+        assert names[-2:] == [("header", "Bookwell-Version"), ("header", "X-Request-Id")], (method, path)
+        assert len(set(names)) == len(names), (method, path)
+
+
 def test_the_create_documents_its_idempotency_key_as_required():
     """IETF httpapi idempotency-key draft: the create's Idempotency-Key header is required."""
     operation = DOCUMENT["paths"]["/api/organizations/{organization_id}/appointments"]["post"]

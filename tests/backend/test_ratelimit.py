@@ -65,3 +65,10 @@ def test_ratelimit_fields_are_structured_lists_that_parse_back_to_the_numbers(
     assert policy == [(POLICY_NAME, {"q": quota, "w": window})]
     assert limit == [(POLICY_NAME, {"r": remaining, "t": reset})]
     assert "Retry-After" not in fields
+
+
+@given(remaining=_SF_INTEGER, reset=_SF_INTEGER)
+def test_the_ratelimit_field_is_exactly_what_the_structured_field_serialiser_writes(remaining, reset):
+    """RFC 9651 §4.1: the per-response RateLimit field is the serialiser's own bytes."""
+    field = Decision(True, 10, 60, remaining, reset).headers()["RateLimit"]
+    assert field == http_sf.ser([(POLICY_NAME, {"r": remaining, "t": reset})])

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -152,6 +153,38 @@ def _events(client: TestClient) -> list[dict[str, Any]]:
     with _runtime(client).db.read() as session:
         events = session.exec(select(WebhookEvent).order_by(col(WebhookEvent.seq))).all()
     return [json.loads(event.payload) for event in events]
+
+
+def _woken(client: TestClient, requests: Callable[[], object]) -> bool:
+    """Whether running ``requests`` against the app woke its webhook worker (a bound, real `Wakeup`)."""
+    loop = asyncio.new_event_loop()
+    try:
+        wake = _runtime(client).webhooks.bind(loop)
+        requests()
+        loop.run_until_complete(asyncio.sleep(0))  # runs the wake-ups the routes' threads scheduled
+        return wake.is_set()
+    finally:
+        _runtime(client).webhooks.unbind()
+        loop.close()
+
+
+def test_reads_and_a_write_nobody_subscribed_to_do_not_wake_the_worker(quiet):
+    """Platform choice: only a committed write that queued a delivery wakes the webhook worker."""
+
+    def unsubscribed() -> None:
+        assert quiet.get(f"/api/organizations/{ORG}").status_code == 200
+        created = create(quiet, ORG, booking())
+        assert created.status_code == 201
+        assert quiet.get(f"/api/organizations/{ORG}/appointments/{created.json()['id']}").status_code == 200
+        assert (
+            quiet.post(f"/api/organizations/{ORG}/appointments/{created.json()['id']}/cancel").status_code
+            == 200
+        )
+
+    assert _woken(quiet, unsubscribed) is False
+    _register(quiet)
+    assert _woken(quiet, lambda: create(quiet, ORG, booking(time="11:00"), key="key-2")) is True
+    assert _woken(quiet, lambda: create(quiet, ORG, booking(time="11:00"), key="key-2")) is False  # a replay
 
 
 def test_the_customer_cancel_event_carries_the_appointment_and_actor(quiet):
