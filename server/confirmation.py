@@ -79,7 +79,8 @@ logger = logging.getLogger("osbp.server")
 ConfirmationPolicy = Literal["auto", "elicitation", "token"]
 #: The key of the confirmation among an ``input_required`` result's input requests.
 CONFIRM_KEY = "osbp_final_confirmation"
-#: The form the host shows: one yes/no; the host's accept / decline / cancel carry the user's choice.
+#: The form the host shows: one yes/no, unticked until the user ticks it (a pre-ticked box invites a
+#: click-through); the host's accept / decline / cancel carry the user's choice.
 CONFIRM_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -87,7 +88,7 @@ CONFIRM_SCHEMA: dict[str, Any] = {
             "type": "boolean",
             "title": "Book this appointment",
             "description": "Yes: book exactly what the summary says.",
-            "default": True,
+            "default": False,
         }
     },
     "required": ["confirm"],
