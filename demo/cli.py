@@ -8,19 +8,24 @@ happened, 1 when one did not, 2 for a usage error.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-from collections.abc import Sequence
-from datetime import datetime
-from pathlib import Path
+from osbp.demo.collector import collector_paused
 
-import anyio
+# The MCP SDK client and the protocol's models: most of the demo process's own start-up, all of it
+# long-lived objects (osbp.demo.collector).
+with collector_paused():
+    import argparse
+    import json
+    import sys
+    from collections.abc import Sequence
+    from datetime import datetime
+    from pathlib import Path
 
-from osbp.demo.narration import make_narrator
-from osbp.demo.scenarios import VERTICALS
-from osbp.demo.walkthrough import run_demo
-from osbp.protocol.timeutil import parse_instant
+    import anyio
+
+    from osbp.demo.narration import make_narrator
+    from osbp.demo.scenarios import VERTICALS
+    from osbp.demo.walkthrough import run_demo
+    from osbp.protocol.timeutil import parse_instant
 
 __all__ = ["DEFAULT_AUDIT_LOG", "build_parser", "main"]
 

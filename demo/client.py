@@ -44,6 +44,10 @@ class ServerConfig:
     #: The platform's frozen instant, given to the server too (``OSBP_NOW``) so mandate expiry, approval
     #: TTLs and audit ``created_at`` follow the same clock; ``None`` leaves the server on the real clock.
     now: datetime | None = None
+    #: Who confirms a booking (``OSBP_CONFIRMATION``) and, per organization, ``ORG=MODE,...``
+    #: (``OSBP_CONFIRMATION_FOR``); ``None`` keeps the server's default.
+    confirmation: str | None = None
+    confirmation_for: str | None = None
 
     def environment(self) -> dict[str, str]:
         """The ``OSBP_*`` variables the server and its adapter read."""
@@ -55,6 +59,10 @@ class ServerConfig:
             # The child's stdout is the protocol; keep Python from buffering its stderr log lines.
             "PYTHONUNBUFFERED": "1",
         }
+        if self.confirmation is not None:
+            variables["OSBP_CONFIRMATION"] = self.confirmation
+        if self.confirmation_for is not None:
+            variables["OSBP_CONFIRMATION_FOR"] = self.confirmation_for
         if self.now is not None:
             # Full precision, so the server's instant is the platform's to the microsecond.
             variables["OSBP_NOW"] = self.now.astimezone(UTC).isoformat().replace("+00:00", "Z")

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 
 from osbp.demo.client import HostDialog, OsbpClient, ToolCall
 from osbp.demo.scenarios import HostAnswer
-from osbp.demo.stack import ArmableOutcome, PlatformControl
+from osbp.demo.stack import ArmableOutcome, OutboxMessage, PlatformControl, PlatformStats
 from osbp.protocol.canonical import sha256_hex
 
 __all__ = [
@@ -213,10 +214,20 @@ class RecordingAgent:
     steps: list[Step] = field(default_factory=list)
 
     async def counters(self) -> PlatformCounters:
-        """The platform's counters for this organization right now."""
-        stats = await self.control.stats(self.organization_id)
-        outbox = await self.control.outbox(self.organization_id)
-        return PlatformCounters(stats.appointments, stats.create_requests, len(outbox))
+        """The platform's counters for this organization right now (its two reads sent together)."""
+        stats: list[PlatformStats] = []
+        outbox: list[OutboxMessage] = []
+
+        async def read_stats() -> None:
+            stats.append(await self.control.stats(self.organization_id))
+
+        async def read_outbox() -> None:
+            outbox.extend(await self.control.outbox(self.organization_id))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(read_stats)
+            group.start_soon(read_outbox)
+        return PlatformCounters(stats[0].appointments, stats[0].create_requests, len(outbox))
 
     async def call(
         self,

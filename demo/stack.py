@@ -13,11 +13,10 @@ customer's phone, arming a runtime failure, and resetting to seed data between r
 
 from __future__ import annotations
 
-import gc
 import socket
 import tempfile
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +27,7 @@ import anyio.to_thread
 import httpx2
 
 from osbp.backend.listening import bind_socket, http_url
+from osbp.demo.collector import collector_paused
 
 if TYPE_CHECKING:
     from osbp.backend.serving import PlatformServer
@@ -136,27 +136,9 @@ class RunningPlatform:
 _HOST = "127.0.0.1"
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No garbage collection while the platform is imported and built; its objects frozen afterwards.
-
-    Its import and app (FastAPI, SQLAlchemy and pydantic models, the seed) create hundreds of thousands
-    of objects and next to no garbage, so the collector's passes over them (about a seventh of that CPU
-    time, measured) are pure start-up cost; frozen, they are skipped by every later collection too.
-    """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if collecting:
-            gc.enable()
-
-
 def _start(workdir: Path, now: datetime | None, sock: socket.socket) -> PlatformServer:
     """Import, build (migrate, seed) and start the platform on ``sock`` (in a worker thread)."""
-    with _collector_paused():
+    with collector_paused():
         from osbp.backend.serving import PlatformServer  # deferred on purpose, see the module docstring
         from osbp.backend.settings import BackendSettings
 

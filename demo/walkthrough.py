@@ -87,13 +87,22 @@ class _Run:
         return passed
 
     def config(self, verticals: Sequence[Vertical]) -> ServerConfig:
-        """The one MCP server for every vertical's organization (one state file, the shared audit log)."""
+        """The one MCP server for every vertical's organization (one state file, the shared audit log).
+
+        Bookings are confirmed by token unless the merchant's are confirmed only through the host
+        (``--confirmation token --confirmation-for ORG=elicitation,...``).
+        """
+        hosted = [
+            vertical.organization_id for vertical in verticals if vertical.confirmation == "elicitation"
+        ]
         return ServerConfig(
             platform_base_url=self.base_url,
             organization_id=",".join(vertical.organization_id for vertical in verticals),
             state_path=self.workdir / "state.sqlite3",
             audit_log_path=self.audit_log,
             now=self.frozen_now,
+            confirmation="token",
+            confirmation_for=",".join(f"{org}=elicitation" for org in hosted) or None,
         )
 
     def errlog(self, name: str) -> Path:
@@ -101,6 +110,16 @@ class _Run:
         path = self.workdir / f"{name}-stderr.log"
         self.errlogs.append(path)
         return path
+
+
+def _confirmation_note(verticals: Sequence[Vertical]) -> str:
+    """Which way each merchant's bookings are confirmed (one MCP server serves them all)."""
+    by_token = [vertical.organization_name for vertical in verticals if vertical.confirmation == "token"]
+    by_host = [vertical.organization_name for vertical in verticals if vertical.confirmation != "token"]
+    parts = [f"by approval token for {', '.join(by_token)}"] if by_token else []
+    if by_host:
+        parts.append(f"only in the host's dialog (MCP elicitation) for {', '.join(by_host)}")
+    return "one OSBP MCP server for every merchant; bookings confirmed " + "; ".join(parts)
 
 
 def _step_of(agent: RecordingAgent, call: ToolCall) -> Step:
@@ -194,16 +213,16 @@ async def _confirmed_by_host(
     """The host's path: one booking.create; the server asks the user in the host's dialog (elicitation)."""
     say, expect = run.narrator.say, run.expect
     host = client.host
-    assert host is not None  # this vertical's server was started with the demo's host dialog
+    assert host is not None  # the client declares elicitation whenever a merchant confirms in the host
+    seen = len(host.shown)
     booked = await agent.call(
         "booking.create", arguments, phase="host_confirmation", note="the user confirms in the host's dialog"
     )
     step = _step_of(agent, booked)
-    if expect(len(host.shown) == 1, "the server asked the user through the host (MCP elicitation)"):
-        run.narrator.block(
-            "The host's dialog, exactly as the user sees it (the agent never does)", host.shown[0]
-        )
-        record["approval_summary"] = host.shown[0].split("\n\n", 1)[-1]
+    shown = host.shown[seen:]
+    if expect(len(shown) == 1, "the server asked the user through the host (MCP elicitation)"):
+        run.narrator.block("The host's dialog, exactly as the user sees it (the agent never does)", shown[0])
+        record["approval_summary"] = shown[0].split("\n\n", 1)[-1]
     say("User", "(presses Confirm in the host's dialog)")
     say("Agent", f"booking.create → {_outcome(booked)}; {_write_note(step)}.")
     expect("approval" not in arguments, "the agent sent no approval token: it never held one")
@@ -384,23 +403,15 @@ async def run_demo(
                 narrator.say("Demo", f"platform on 127.0.0.1 (ephemeral port), clock {clock}")
 
             mandates: dict[str, BookingMandate] = {}
-            # One server process per way of confirming (calls reach their organization by the ids they
-            # carry): the merchants confirmed by token share one, those confirmed in the host's dialog
-            # another, whose client declares elicitation and plays the host's UI.
-            by_mode: dict[bool, list[Vertical]] = {}
-            for key in vertical_keys:
-                by_mode.setdefault(VERTICALS[key].confirmation == "elicitation", []).append(VERTICALS[key])
-            servers = {
-                hosted: ServerJob(
-                    run.config(verticals),
-                    run.errlog("osbp-host" if hosted else "osbp"),
-                    host=HostDialog() if hosted else None,
-                )
-                for hosted, verticals in by_mode.items()
-            }
-
-            def server_of(vertical: Vertical) -> ServerJob:
-                return servers[vertical.confirmation == "elicitation"]
+            # One server process for every merchant (calls reach their organization by the ids they
+            # carry), each merchant's bookings confirmed its own way: by token, or only in the host's
+            # dialog, which the demo's client declares (elicitation) and plays when any merchant needs it.
+            verticals = [VERTICALS[key] for key in vertical_keys]
+            hosted = any(vertical.confirmation == "elicitation" for vertical in verticals)
+            server = ServerJob(
+                run.config(verticals), run.errlog("osbp"), host=HostDialog() if hosted else None
+            )
+            narrator.say("Demo", _confirmation_note(verticals))
 
             def happy_path(vertical: Vertical) -> Work:
                 async def work(client: OsbpClient) -> None:
@@ -409,7 +420,7 @@ async def run_demo(
                 return work
 
             for turn, key in enumerate(vertical_keys):
-                server_of(VERTICALS[key]).work.append((turn, happy_path(VERTICALS[key])))
+                server.work.append((turn, happy_path(VERTICALS[key])))
             coda = next((VERTICALS[key] for key in vertical_keys if VERTICALS[key].over_cap_service_id), None)
             if coda is not None:
 
@@ -417,9 +428,9 @@ async def run_demo(
                     await _coda(run, coda, mandates[coda.key], client)
 
                 # The coda reuses the vertical's mandate and state on the same server.
-                server_of(coda).work.append((len(vertical_keys), fail_closed))
-            # Every server starts at once, alongside the platform: the first turn waits for the slowest.
-            await run_in_turns(list(servers.values()), ahead=len(vertical_keys), before=platform_up)
+                server.work.append((len(vertical_keys), fail_closed))
+            # The server starts at once, alongside the platform: the first turn waits for both.
+            await run_in_turns([server], ahead=len(vertical_keys), before=platform_up)
             _show_operator_warning(run)
     narrator.section("Done")
     narrator.say("Demo", f"audit log: {audit_log} (verify it with `osbp audit verify {audit_log}`)")

@@ -116,7 +116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(parts)
     try:
         status = anyio.run(
-            partial(serve, confirmation=settings.confirmation), parts.adapter, parts.audit, parts.clock
+            partial(serve, confirmation=settings.confirmation_policy()),
+            parts.adapter,
+            parts.audit,
+            parts.clock,
         )
     except Exception:
         # A bug, not a configuration problem: one JSON log line with the traceback, then status 1.

@@ -16,7 +16,10 @@
   eliciting confirmers collect it from the user in a second form (``collect_code``): the code goes to the
   platform and never into the agent's context or the audit log;
 * ``elicitation`` policy with a client that cannot elicit: :class:`RefusingConfirmer`, a Problem saying so
-  instead of a token.
+  instead of a token;
+* a :class:`PerOrganization` policy (``--confirmation-for``) applies the mode of the organization the
+  call's mandate names, so one server can confirm one merchant's bookings only through the host and
+  another's always by token, whatever the client declared.
 
 * over Streamable HTTP, with a confirmation site (:mod:`osbp.server.confirmation_page`: authorization on,
   the page's origin loopback or HTTPS), a 2026-07-28 client that declares URL-mode elicitation:
@@ -29,6 +32,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
@@ -63,10 +68,12 @@ __all__ = [
     "CODE_SCHEMA",
     "CONFIRM_KEY",
     "CONFIRM_SCHEMA",
+    "ConfirmationMode",
     "ConfirmationPolicy",
     "ElicitingConfirmer",
     "InputRequiredConfirmer",
     "PageConfirmer",
+    "PerOrganization",
     "RefusingConfirmer",
     "confirmation_message",
     "confirmer_for",
@@ -76,7 +83,31 @@ logger = logging.getLogger("osbp.server")
 
 #: Who confirms: ``auto`` (through the host when the client can elicit, else the token), ``elicitation``
 #: (through the host or not at all), ``token`` (always the spec's token path).
-ConfirmationPolicy = Literal["auto", "elicitation", "token"]
+ConfirmationMode = Literal["auto", "elicitation", "token"]
+
+
+@dataclass(frozen=True, slots=True)
+class PerOrganization:
+    """The operator's mode for some organizations (``--confirmation-for``), ``default`` for the others.
+
+    A call books for the organization its mandate names (:mod:`osbp.server.orgs` routes it there), so
+    that organization's mode decides who confirms it.
+    """
+
+    default: ConfirmationMode
+    modes: Mapping[str, ConfirmationMode]
+
+    def mode_for(self, params: CallToolRequestParams) -> ConfirmationMode:
+        """The mode of the organization ``params``' mandate names (the default when it names none)."""
+        mandate = (params.arguments or {}).get("mandate")
+        organization_id = mandate.get("organization_id") if isinstance(mandate, dict) else None
+        if isinstance(organization_id, str):
+            return self.modes.get(organization_id, self.default)
+        return self.default
+
+
+#: One mode for every organization, or one per organization.
+ConfirmationPolicy = ConfirmationMode | PerOrganization
 #: The key of the confirmation among an ``input_required`` result's input requests.
 CONFIRM_KEY = "osbp_final_confirmation"
 #: The form the host shows: one yes/no, unticked until the user ticks it (a pre-ticked box invites a
@@ -429,6 +460,8 @@ def confirmer_for(
     site: ConfirmationSite | None = None,
 ) -> ElicitingConfirmer | InputRequiredConfirmer | RefusingConfirmer | None:
     """Who confirms this call's booking (``None``: the token path); ``site``: the confirmation pages."""
+    if isinstance(policy, PerOrganization):
+        policy = policy.mode_for(params)
     if policy == "token":
         return None
     modern = ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS

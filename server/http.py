@@ -279,7 +279,7 @@ def build_app(
         audit,
         clock=settings.clock(),
         principal_of=principal_of,
-        confirmation=settings.confirmation,
+        confirmation=settings.confirmation_policy(),
         request_state=request_state_security(settings),
         site=site,
     )

@@ -32,8 +32,18 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, Field, PrivateAttr, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
 from osbp.adapter.settings import AdapterSettings, Setting
@@ -42,9 +52,20 @@ from osbp.protocol.clock import Clock, FixedClock, SystemClock
 from osbp.protocol.state import redacted
 from osbp.protocol.timeutil import parse_instant
 from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
+from osbp.server.confirmation import ConfirmationMode, ConfirmationPolicy, PerOrganization
+from osbp.server.orgs import served_organizations
 from osbp.server.remote_settings import HttpSettings, OAuthSettings, split_list
 
-__all__ = ["Leaf", "LogLevel", "ServerSettings", "Transport", "describe", "nest", "settings_of"]
+__all__ = [
+    "Leaf",
+    "LogLevel",
+    "ServerSettings",
+    "Transport",
+    "confirmation_modes",
+    "describe",
+    "nest",
+    "settings_of",
+]
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 Transport = Literal["stdio", "streamable-http"]
@@ -142,6 +163,31 @@ _REQUEST_STATE_KEY_RULE = (
 )
 
 
+_MODES: tuple[ConfirmationMode, ...] = typing.get_args(ConfirmationMode)
+
+
+def confirmation_modes(text: str, served: tuple[str, ...] | None) -> dict[str, ConfirmationMode]:
+    """``ORG=MODE,ORG=MODE`` as a mapping; each organization once, among ``served`` (``None``: any)."""
+    modes: dict[str, ConfirmationMode] = {}
+    for item in (part.strip() for part in text.split(",")):
+        organization_id, equals, mode = (side.strip() for side in item.partition("="))
+        if not organization_id or not equals or mode not in _MODES:
+            raise PydanticCustomError(
+                "confirmation_for",
+                "each item must be an organization id, = and a mode (" + ", ".join(_MODES) + ")",
+            )
+        if organization_id in modes:
+            raise PydanticCustomError("confirmation_for", "names {org} twice", {"org": organization_id})
+        if served is not None and organization_id not in served:
+            raise PydanticCustomError(
+                "confirmation_for",
+                "names {org}, which this server does not serve (--organization-id)",
+                {"org": organization_id},
+            )
+        modes[organization_id] = mode
+    return modes
+
+
 class ServerSettings(BaseSettings):
     """Configuration of one MCP server process: its own settings and the adapter's, from flags and env."""
 
@@ -196,12 +242,17 @@ class ServerSettings(BaseSettings):
         allow_inf_nan=False,
         description="how long an approval token stays valid after its challenge (default 600: ten minutes)",
     )
-    confirmation: Annotated[
-        Literal["auto", "elicitation", "token"], Setting("OSBP_CONFIRMATION", "--confirmation")
-    ] = Field(
+    confirmation: Annotated[ConfirmationMode, Setting("OSBP_CONFIRMATION", "--confirmation")] = Field(
         default="auto",
         description="who confirms a booking: auto (through the host when the client can elicit, else the "
         "approval token), elicitation (only through the host), token (always the approval token)",
+    )
+    confirmation_for: Annotated[
+        str | None, Setting("OSBP_CONFIRMATION_FOR", "--confirmation-for", metavar="ORG=MODE,...")
+    ] = Field(
+        default=None,
+        description="a --confirmation mode for some of the organizations served (comma-separated ORG=MODE, "
+        "e.g. phils_spa=elicitation); the others keep --confirmation",
     )
     now: Annotated[AwareDatetime | None, Setting("OSBP_NOW", "--now", _INSTANT, "INSTANT")] = Field(
         default=None,
@@ -231,6 +282,21 @@ class ServerSettings(BaseSettings):
         if not keys or any(len(key) < REQUEST_STATE_KEY_MIN_LENGTH for key in keys):
             raise ValueError(f"must {_REQUEST_STATE_KEY_RULE}")
         return value
+
+    @field_validator("confirmation_for")
+    @classmethod
+    def _per_organization(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            adapter = info.data.get("adapter")
+            served = served_organizations(adapter.organization_id) if adapter is not None else None
+            confirmation_modes(value, served)  # raises what is wrong with it
+        return value
+
+    def confirmation_policy(self) -> ConfirmationPolicy:
+        """Who confirms: ``confirmation`` everywhere, or per organization with ``confirmation_for``."""
+        if self.confirmation_for is None:
+            return self.confirmation
+        return PerOrganization(self.confirmation, confirmation_modes(self.confirmation_for, None))
 
     @field_validator("now", mode="before")
     @classmethod

@@ -47,7 +47,14 @@ def test_demo_books_four_verticals_and_the_over_cap_booking_is_refused_without_a
     assert "→ price_exceeds_mandate (retryable: False)" in out
     assert "[ok] no platform write: appointments 1 → 1, appointment-create requests 1 → 1" in out
     assert "[ok] the platform asked to verify the customer" in out
-    # Phil's Spa is confirmed in the host's dialog (MCP elicitation), the others through the token.
+    # One MCP server for all four merchants; Phil's Spa is confirmed in the host's dialog (MCP
+    # elicitation), the others through the token, and the narration says so.
+    assert (
+        "Demo: one OSBP MCP server for every merchant; bookings confirmed by approval token for "
+        "Carolyn's Dental, Gus' Notary, Andy's Auto; only in the host's dialog (MCP elicitation) for "
+        "Phil's Spa\n"
+    ) in out
+    assert "(warned once per endpoint per server process: 1 process(es))" in out
     assert out.count("[ok] the server asked the user through the host (MCP elicitation)") == 1
     assert out.count("Approval summary, exactly as the user sees it") == 3
     assert "[ok] the agent sent no approval token: it never held one" in out
@@ -126,3 +133,18 @@ def test_the_demo_loads_the_platform_stack_only_when_it_starts_the_platform():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "['osbp.backend', 'osbp.backend.listening']"
+
+
+def test_the_demo_imports_its_client_without_a_garbage_collection():
+    """Platform choice (osbp.demo.collector): the demo's own start-up builds long-lived objects only, so the
+    collector is paused for it (no pass over the older generations, which would traverse them all), and it
+    is back on, with those objects frozen, afterwards."""
+    code = (
+        "import gc\n"
+        "before = [generation['collections'] for generation in gc.get_stats()]\n"
+        "import osbp.demo.cli\n"
+        "after = [generation['collections'] for generation in gc.get_stats()]\n"
+        "print(after[1:] == before[1:], gc.isenabled(), gc.get_freeze_count() > 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "True", "True"]

@@ -1,9 +1,20 @@
 """The recording host: answers the forms as scripted, keeps every exchange, checks the binding."""
 
+from pathlib import Path
+
 import anyio
 import mcp_types as types
 
-from osbp.demo.recorder import RecordingHost, Step, unbound_summaries
+from osbp.demo.client import OsbpClient
+from osbp.demo.recorder import (
+    AuditTail,
+    PlatformCounters,
+    RecordingAgent,
+    RecordingHost,
+    Step,
+    unbound_summaries,
+)
+from osbp.demo.stack import OutboxMessage, PlatformControl, PlatformStats
 from osbp.protocol.canonical import sha256_hex
 from osbp.server.confirmation import CODE_MESSAGE, CODE_SCHEMA, CONFIRM_SCHEMA, confirmation_message
 
@@ -87,3 +98,35 @@ def test_an_accepted_code_form_answers_the_code_the_customer_received():
     assert entered == types.ElicitResult(action="accept", content={"code": "482913"})
     assert dismissed == types.ElicitResult(action="cancel")
     assert not host.exchanges[0].asks_to_confirm
+
+
+class _Rendezvous(PlatformControl):
+    """A test surface whose two counter reads each answer only once the other one has been asked too."""
+
+    def __init__(self) -> None:
+        super().__init__("http://127.0.0.1:9")
+        self.asked = {"stats": anyio.Event(), "outbox": anyio.Event()}
+
+    async def stats(self, organization_id: str | None = None) -> PlatformStats:
+        self.asked["stats"].set()
+        await self.asked["outbox"].wait()
+        return PlatformStats(appointments=2, active_appointments=1, create_requests=3)
+
+    async def outbox(self, organization_id: str | None = None) -> list[OutboxMessage]:
+        self.asked["outbox"].set()
+        await self.asked["stats"].wait()
+        return [OutboxMessage(organization_id or "", "sms", "booking", "123456")]
+
+
+def test_the_counters_around_a_call_are_read_together():
+    """Platform choice: the recorder's two reads of the platform's counters are in flight at once (one
+    round trip of waiting around each call, not two), and each answer lands in its own counter."""
+    control = _Rendezvous()
+    agent = RecordingAgent(OsbpClient.__new__(OsbpClient), control, "org", AuditTail(Path("unused.jsonl")))
+
+    async def read() -> PlatformCounters:
+        with anyio.fail_after(5):  # read one after the other, each would wait for the other forever
+            return await agent.counters()
+
+    assert anyio.run(read) == PlatformCounters(appointments=2, create_requests=3, messages=1)
+    anyio.run(control.aclose)

@@ -193,6 +193,23 @@ def test_a_now_that_is_not_an_rfc_3339_instant_exits_2(value, capsys):
     )
 
 
+def test_a_confirmation_for_an_organization_not_served_exits_2(capsys):
+    """Platform choice: --confirmation-for may name only organizations this server serves."""
+    args = [
+        "--platform-url",
+        "http://127.0.0.1:1",
+        "--organization-id",
+        "a,b",
+        "--confirmation-for",
+        "c=token",
+    ]
+    assert main(args) == 2
+    assert capsys.readouterr().err == (
+        "osbp mcp: invalid configuration: --confirmation-for / OSBP_CONFIRMATION_FOR: names c, which this "
+        "server does not serve (--organization-id) (got 'c=token')\n"
+    )
+
+
 def test_an_unloadable_adapter_factory_exits_2(capsys):
     """Platform choice: a wrong --adapter is a configuration error, not a crash."""
     args = ["--platform-url", "http://127.0.0.1:1", "--organization-id", "org"]

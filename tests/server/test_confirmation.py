@@ -25,7 +25,7 @@ from osbp.protocol.core import OsbpCore
 from osbp.protocol.models import Money
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
-from osbp.server.confirmation import CONFIRM_KEY, ConfirmationPolicy
+from osbp.server.confirmation import CONFIRM_KEY, ConfirmationPolicy, PerOrganization
 from tests.support.mcp import create_args, read_events
 from tests.support.memory_adapter import MemoryAdapter
 
@@ -303,6 +303,38 @@ async def test_required_elicitation_refuses_a_client_without_it_instead_of_issui
     assert not APPROVAL_TOKEN_PATTERN.search(problem["message"])
     assert adapter.creates == 0
     assert create_events(audit_path)[-1]["confirmation"]["answer"] == "unavailable"
+
+
+async def test_an_organizations_own_mode_decides_for_its_bookings_whatever_the_default(
+    core: OsbpCore, adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock
+) -> None:
+    """Platform choice (--confirmation-for): the mode of the organization the mandate names applies."""
+    own = adapter.organization_id
+    host = answering(accept())
+    by_token = PerOrganization("auto", {own: "token"})
+    async with connected(core, audit, clock, host, policy=by_token) as client:
+        envelope = await create(client)
+    assert APPROVAL_TOKEN_PATTERN.search(envelope["problem"]["message"])
+    assert host.shown == []
+    by_host = PerOrganization("token", {own: "elicitation", "another_org": "token"})
+    async with connected(core, audit, clock, host, policy=by_host) as client:
+        envelope = await create(client, idempotency_key="idem_confirm_per_org")
+    assert envelope["ok"] is True
+    assert len(host.shown) == 1
+    assert adapter.creates == 1
+
+
+async def test_an_organization_without_its_own_mode_gets_the_default(
+    core: OsbpCore, audit: AuditLog, clock: FixedClock
+) -> None:
+    """Platform choice (--confirmation-for): organizations it does not name keep --confirmation."""
+    host = answering()
+    async with connected(
+        core, audit, clock, host, policy=PerOrganization("token", {"other": "auto"})
+    ) as client:
+        envelope = await create(client)
+    assert APPROVAL_TOKEN_PATTERN.search(envelope["problem"]["message"])
+    assert host.shown == []
 
 
 async def test_a_client_without_elicitation_keeps_the_token_path(

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from osbp.protocol.store import DEFAULT_STATE_PATH
 from osbp.server.cli import build_parser
+from osbp.server.confirmation import PerOrganization
 from osbp.server.settings import ServerSettings, describe
 
 URL, ORG = "http://127.0.0.1:8400", "carolyns_dental"
@@ -98,6 +99,7 @@ def test_the_flags_are_the_documented_ones_each_naming_its_variable() -> None:
         "--adapter",
         "--approval-ttl-seconds",
         "--confirmation",
+        "--confirmation-for",
         "--now",
         "--transport",
         "--host",
@@ -198,3 +200,47 @@ def test_an_unknown_confirmation_mode_is_one_line_naming_the_choices(monkeypatch
     assert "OSBP_CONFIRMATION" in message
     assert "elicitation" in message
     assert "\n" not in message
+
+
+def test_confirmation_for_gives_some_organizations_their_own_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Platform choice (docs/server.md): --confirmation-for ORG=MODE overrides --confirmation per merchant."""
+    monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", URL)
+    monkeypatch.setenv("OSBP_ORGANIZATION_ID", "a,b,c")
+    monkeypatch.setenv("OSBP_CONFIRMATION", "token")
+    assert ServerSettings().confirmation_policy() == "token"
+    monkeypatch.setenv("OSBP_CONFIRMATION_FOR", " b = elicitation , c=auto")
+    policy = ServerSettings().confirmation_policy()
+    assert policy == PerOrganization("token", {"b": "elicitation", "c": "auto"})
+
+
+@pytest.mark.parametrize(
+    ("served", "value", "expected"),
+    [
+        ("a,b", "z=token", "names z, which this server does not serve (--organization-id)"),
+        ("a,b", "a=never", "each item must be an organization id, = and a mode (auto, elicitation, token)"),
+        ("a,b", "a", "each item must be an organization id, = and a mode (auto, elicitation, token)"),
+        ("a,b", "a=token,a=auto", "names a twice"),
+    ],
+)
+def test_a_bad_confirmation_for_is_one_line_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch, served: str, value: str, expected: str
+) -> None:
+    """Platform choice: an unknown organization or mode in --confirmation-for is one line, no traceback."""
+    monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", URL)
+    monkeypatch.setenv("OSBP_ORGANIZATION_ID", served)
+    monkeypatch.setenv("OSBP_CONFIRMATION_FOR", value)
+    with pytest.raises(ValidationError) as caught:
+        ServerSettings()
+    assert describe(caught.value) == (
+        f"invalid configuration: --confirmation-for / OSBP_CONFIRMATION_FOR: {expected} (got {value!r})"
+    )
+
+
+def test_confirmation_for_names_any_organization_when_every_one_is_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Platform choice: with --organization-id * the platform's organizations are known only once serving."""
+    monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", URL)
+    monkeypatch.setenv("OSBP_ORGANIZATION_ID", "*")
+    monkeypatch.setenv("OSBP_CONFIRMATION_FOR", "phils_spa=elicitation")
+    assert ServerSettings().confirmation_policy() == PerOrganization("auto", {"phils_spa": "elicitation"})
