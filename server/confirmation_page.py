@@ -69,6 +69,19 @@ def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(document, status_code=status, headers=_HEADERS)
 
 
+async def _bounded_body(request: Request) -> bytes | None:
+    """The request body, or ``None`` once it passes :data:`_MAX_FORM_BYTES` (the rest is never read)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > _MAX_FORM_BYTES:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > _MAX_FORM_BYTES:
+            return None
+    return bytes(body)
+
+
 def _refusal(why: PageAnswer) -> HTMLResponse:
     status, text = _REFUSED[why]
     return _page("Confirmation unavailable", f"<p>{html.escape(text)}</p>", status)
@@ -112,8 +125,8 @@ class ConfirmationSite:
             != "application/x-www-form-urlencoded"
         ):
             return _page("Confirmation unavailable", "<p>Answer with the page's own buttons.</p>", 415)
-        body = await request.body()
-        if len(body) > _MAX_FORM_BYTES:
+        body = await _bounded_body(request)
+        if body is None:
             return _page("Confirmation unavailable", "<p>Answer with the page's own buttons.</p>", 413)
         fields = parse_qs(body.decode("utf-8", "replace"))
         decision = fields.get("decision", [""])[0]

@@ -455,6 +455,35 @@ async def test_an_answer_posted_from_a_foreign_origin_is_refused_and_the_page_st
     assert adapter.creates == 0
 
 
+async def test_an_oversized_answer_is_refused_unread_and_the_page_stays_open(
+    adapter: MemoryAdapter, served: Served
+) -> None:
+    """Platform choice (URL mode): an answer past the page's size limit is 413, read no further than the
+    limit (a streamed body without a length too), and leaves the page open for the real answer."""
+    http, client = served.http, served.client
+    first = await first_round(client)
+    url = page_url(first)
+    summary_hash = await opened(http, url)
+    padded = f"decision=confirm&summary_hash={summary_hash}&pad={'x' * 4096}".encode()
+
+    sent: list[int] = []
+
+    async def streamed() -> AsyncIterator[bytes]:
+        for start in range(0, len(padded), 512):
+            sent.append(start)
+            yield padded[start : start + 512]
+
+    form = {"Origin": ORIGIN, "Authorization": "", "Content-Type": "application/x-www-form-urlencoded"}
+    declared = await http.post(url, content=padded, headers=form)
+    chunked = await http.post(url, content=streamed(), headers=form)
+    still = await http.get(url, headers={"Authorization": ""})
+    assert (declared.status_code, chunked.status_code, still.status_code) == (413, 413, 200)
+    assert len(sent) == 3  # 1,536 bytes pulled, just past the 1,024-byte limit; the rest never read
+    assert (await answer_page(http, url)).status_code == 200
+    assert envelope_of(await retry(client, first))["ok"] is True
+    assert adapter.creates == 1
+
+
 async def test_after_the_page_the_verification_code_is_collected_in_the_hosts_form_and_books(
     adapter: MemoryAdapter, tmp_path: Path, served: Served
 ) -> None:
