@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections import Counter
 from datetime import UTC, datetime
 
@@ -24,6 +25,13 @@ def backend_pid(store: PostgresStateStore) -> int:
     with store.read() as db:
         pid: int = db.execute("SELECT pg_backend_pid()").fetchone()[0]
     return pid
+
+
+def session_count(admin: psycopg.Connection[tuple[int]], pid: int) -> int:
+    """How many server sessions with backend ``pid`` the server lists now (0 or 1)."""
+    row = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def test_an_unreachable_database_is_refused_with_one_line() -> None:
@@ -83,9 +91,13 @@ def test_closing_the_store_ends_its_idle_sessions(postgres_url: str) -> None:
     store = PostgresStateStore(postgres_url)
     pid = backend_pid(store)
     store.close()
-    with psycopg.connect(postgres_url) as admin:
-        alive = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()
-    assert alive == (0,)
+    # The server's backend ends on its own once the client's terminate message arrives: wait for that
+    # (bounded), since pg_stat_activity may still list it for a moment after close() returned.
+    deadline = time.monotonic() + 10
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        while (alive := session_count(admin, pid)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert alive == 0
     assert backend_pid(store) != pid
     store.close()
 
