@@ -13,7 +13,7 @@ clients one after another.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.types import (
@@ -33,9 +33,11 @@ from osbp.protocol.tools import mcp_tool_name
 from osbp.server._sdk import Server, ServerRequestContext
 from osbp.server.audit import AuditLog
 from osbp.server.confirmation import ConfirmationPolicy, confirmer_for
-from osbp.server.confirmation_page import ConfirmationSite
 from osbp.server.dispatch import ToolDispatcher, new_audit_id
 from osbp.server.tools import TOOL_DEFINITIONS, mcp_tools
+
+if TYPE_CHECKING:  # the page is served over HTTP only: stdio never imports it
+    from osbp.server.confirmation_page import ConfirmationSite
 
 __all__ = ["INSTRUCTIONS", "SERVER_NAME", "PrincipalOf", "create_server"]
 

@@ -34,7 +34,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from mcp.types import (
@@ -60,7 +60,9 @@ from osbp.protocol.models import BookingCreateInput
 from osbp.protocol.principal import current_principal
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.server._sdk import ServerRequestContext
-from osbp.server.confirmation_page import ConfirmationSite
+
+if TYPE_CHECKING:  # the page is served over HTTP only: stdio never imports it
+    from osbp.server.confirmation_page import ConfirmationSite
 
 __all__ = [
     "CODE_KEY",

@@ -443,7 +443,7 @@ def test_a_postgresql_state_location_is_opened_and_its_schema_made_at_start(tmp_
 
 
 #: What a stdio server on SQLite state never runs: the platform's stack, PostgreSQL, migrations, the
-#: remote transport with its OAuth and token issuer, and the SDK's client side.
+#: remote transport with its OAuth, token issuer and URL-mode confirmation page, and the SDK's client side.
 _NOT_FOR_STDIO = (
     "alembic",
     "fastapi",
@@ -452,6 +452,7 @@ _NOT_FOR_STDIO = (
     "osbp.backend",
     "osbp.protocol.store_postgres",
     "osbp.server.auth",
+    "osbp.server.confirmation_page",
     "osbp.server.http",
     "osbp.server.issuer",
     "psycopg",
