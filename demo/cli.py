@@ -1,31 +1,26 @@
 """`osbp demo` (`make demo`): book synthetic appointments end to end and show the guardrail refusing.
 
 Starts the platform on an ephemeral loopback port with a fresh temporary database and its test surface,
-launches one OSBP MCP server subprocess per vertical, plays the agent through the MCP SDK client, stops
-everything it started and leaves only the audit log it prints. Exit status 0 when every expected outcome
-happened, 1 when one did not, 2 for a usage error.
+launches one OSBP MCP server subprocess serving all four merchants, plays the agent through the MCP SDK
+client, stops everything it started and leaves only the audit log it prints. Exit status 0 when every
+expected outcome happened, 1 when one did not, 2 for a usage error.
 """
 
 from __future__ import annotations
 
-from osbp.demo.collector import collector_paused
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
 
-# The MCP SDK client and the protocol's models: most of the demo process's own start-up, all of it
-# long-lived objects (osbp.demo.collector).
-with collector_paused():
-    import argparse
-    import json
-    import sys
-    from collections.abc import Sequence
-    from datetime import datetime
-    from pathlib import Path
+import anyio
 
-    import anyio
-
-    from osbp.demo.narration import make_narrator
-    from osbp.demo.scenarios import VERTICALS
-    from osbp.demo.walkthrough import run_demo
-    from osbp.protocol.timeutil import parse_instant
+from osbp.demo.narration import make_narrator
+from osbp.demo.scenarios import VERTICALS
+from osbp.demo.walkthrough import run_demo
+from osbp.protocol.timeutil import parse_instant
 
 __all__ = ["DEFAULT_AUDIT_LOG", "build_parser", "main"]
 

@@ -1,4 +1,4 @@
-"""The agent's side of the wire: one OSBP MCP server subprocess per organization, driven by the SDK client.
+"""The agent's side of the wire: an OSBP MCP server subprocess, driven by the SDK client.
 
 :func:`osbp_server` launches ``python -m osbp.server`` as a stdio subprocess with an explicit environment
 (a stdio child inherits only a handful of variables, so the platform URL, organization, state file,

@@ -1,8 +1,9 @@
 """The garbage collector paused while a start-up builds long-lived objects, which are then frozen.
 
-Importing the MCP SDK client or the platform's web stack creates hundreds of thousands of objects (pydantic
-models and their validators, SQLAlchemy's mappers, the seed) and next to no garbage, so the collector's
-passes over them are pure start-up cost (about a tenth of the demo's import CPU, measured). Frozen
+Importing and building the platform's web stack (the demo starts it in a thread) creates hundreds of
+thousands of objects (pydantic models and their validators, FastAPI's routes, SQLAlchemy's mappers, the
+seed) and next to no garbage, so the collector's passes over them are pure start-up cost. The demo's own
+imports get the same treatment from ``osbp.cli``, which imports every subcommand this way. Frozen
 (``gc.freeze``), they are skipped by every later collection too, instead of being traversed by the first
 ones after the pause.
 """

@@ -1,7 +1,8 @@
 """The `make demo` story: four verticals booked through the real stack, then the guardrail refusing.
 
 :func:`run_demo` starts the platform (fresh temporary database, test surface on, optionally a frozen
-clock) and, at the same time, the OSBP MCP server subprocesses (one per way of confirming), then plays the
+clock) and, at the same time, one OSBP MCP server subprocess for the four merchants (each confirmed its own
+way, `--confirmation-for`), then plays the
 agent through the MCP SDK client: the user's request → the BookingMandate → service.describe →
 availability.find → policy.explain read back → booking.create preflight → the approval summary the user
 sees → "the user approves" → approved retry → verification when required → booking.status → receipt →
