@@ -7,9 +7,10 @@ demo`` hands it to the MCP servers it starts alongside the platform) binds here 
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 
-__all__ = ["bind_socket", "http_url"]
+__all__ = ["adopt_socket", "bind_socket", "http_url"]
 
 
 def http_url(host: str, port: int) -> str:
@@ -27,4 +28,28 @@ def bind_socket(host: str, port: int) -> socket.socket:
     sock.bind((host, port))
     sock.listen(2048)
     sock.set_inheritable(True)
+    return sock
+
+
+def adopt_socket(fd: int, *, allow_non_loopback: bool = False) -> socket.socket:
+    """The listening TCP socket inherited as descriptor ``fd``; ``ValueError`` says why it is not one.
+
+    Its address must be loopback unless ``allow_non_loopback``, the same rule as binding host and port.
+    """
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError as error:
+        raise ValueError(f"descriptor {fd} is not an open socket ({error.strerror or error})") from None
+    try:
+        listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+        if sock.family not in {socket.AF_INET, socket.AF_INET6} or sock.type != socket.SOCK_STREAM:
+            raise ValueError(f"descriptor {fd} is not a TCP socket")
+        if not listening:
+            raise ValueError(f"descriptor {fd} is a TCP socket that is not listening")
+        host = sock.getsockname()[0]
+        if not allow_non_loopback and not ipaddress.ip_address(host).is_loopback:
+            raise ValueError(f"descriptor {fd} listens on {host}, not a loopback address")
+    except BaseException:
+        sock.detach()  # the descriptor stays its owner's: refused, it is left as it came
+        raise
     return sock

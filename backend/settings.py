@@ -63,6 +63,12 @@ class BackendSettings(BaseSettings):
     allow_non_loopback: bool = Field(default=False, description="permit binding a non-loopback address")
     host: str = Field(default="127.0.0.1", description="bind address (loopback unless allowed otherwise)")
     port: int = Field(default=8400, ge=0, le=65535, description="TCP port 0-65535; 0 picks a free one")
+    listen_fd: int | None = Field(
+        default=None,
+        ge=0,
+        description="serve on the listening TCP socket inherited as this file descriptor instead of "
+        "binding host and port (a parent that bound it knows the address before the platform starts)",
+    )
     now: AwareDatetime | None = Field(
         default=None, description="freeze the platform clock at this RFC 3339 instant"
     )

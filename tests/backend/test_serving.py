@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
 import signal
 import socket
@@ -232,3 +233,64 @@ def test_a_proxy_outside_the_trusted_networks_is_not_believed():
     with PlatformServer(settings) as server:
         statuses = _statuses(server.base_url, [None, "203.0.113.7"])
     assert statuses == [200, 429]
+
+
+def _backend(*args: str, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "osbp", "backend", "--db", ":memory:", *args]
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=pass_fds
+    )
+
+
+def test_a_listening_socket_handed_down_by_descriptor_is_served_and_announced():
+    """Platform choice: `--listen-fd N` serves the inherited socket (the parent knew the address before
+    the platform started: a request sent at once waits in the backlog) and announces that address."""
+    sock = bind_socket("127.0.0.1", 0)
+    url = http_url("127.0.0.1", sock.getsockname()[1])
+    process = _backend("--listen-fd", str(sock.fileno()), "--port", "1", pass_fds=(sock.fileno(),))
+    sock.close()  # the child holds it now
+    try:
+        assert process.stdout is not None
+        assert json.loads(process.stdout.readline()) == {"event": "ready", "base_url": url}
+        assert httpx2.get(url + "/health", trust_env=False).json() == {"status": "ok"}
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("kind", ["not_open", "not_a_socket", "not_listening", "udp", "public"])
+def test_a_descriptor_that_is_no_loopback_listening_tcp_socket_is_one_line_and_status_2(kind: str):
+    """Platform choice: what `--listen-fd` names must be a listening TCP socket on loopback (unless
+    `--allow-non-loopback`); anything else is one stderr line naming the flag, and exit status 2."""
+    held: list[socket.socket] = []
+    read_end, write_end = os.pipe()
+    fd = 1000
+    if kind == "not_a_socket":
+        fd = read_end
+    elif kind in {"not_listening", "udp", "public"}:
+        family_type = socket.SOCK_DGRAM if kind == "udp" else socket.SOCK_STREAM
+        made = socket.socket(socket.AF_INET, family_type)
+        made.bind(("0.0.0.0" if kind == "public" else "127.0.0.1", 0))  # noqa: S104  # the refusal under test
+        if kind == "public":
+            made.listen(1)
+        held.append(made)
+        fd = made.fileno()
+    try:
+        process = _backend("--listen-fd", str(fd), pass_fds=(fd,) if fd != 1000 else ())
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        for made in held:
+            made.close()
+        os.close(read_end)
+        os.close(write_end)
+    expected = {
+        "not_open": "is not an open socket",
+        "not_a_socket": "is not an open socket",
+        "not_listening": "is a TCP socket that is not listening",
+        "udp": "is not a TCP socket",
+        "public": "listens on 0.0.0.0, not a loopback address",
+    }[kind]
+    assert process.returncode == 2
+    assert stderr.startswith(f"osbp backend: --listen-fd {fd}: descriptor {fd} {expected}")
+    assert stderr.count("\n") == 1
+    assert stdout == ""
