@@ -115,6 +115,8 @@ class Stats(BaseModel):
     appointments: int
     active_appointments: int
     create_requests: int
+    #: Messages handed to the simulated SMS/email gateway (the outbox's length).
+    messages: int
 
 
 class ServiceChange(BaseModel):
@@ -250,19 +252,23 @@ def reset(runtime: RuntimeDep) -> dict[str, bool]:
 
 @router.get("/stats", response_model=Stats)
 def stats(runtime: RuntimeDep, organization_id: Annotated[str | None, Query(max_length=100)] = None) -> Stats:
-    """Appointment rows and create requests (for one organization, or all)."""
+    """Appointment rows, create requests and outbox messages (for one organization, or all)."""
     total = select(func.count()).select_from(Appointment)
     active = total.where(col(Appointment.status).in_(ACTIVE_STATUSES))
+    messages = select(func.count()).select_from(OutboxMessage)
     if organization_id is not None:
         total = total.where(Appointment.organization_id == organization_id)
         active = active.where(Appointment.organization_id == organization_id)
+        messages = messages.where(OutboxMessage.organization_id == organization_id)
     with runtime.db.read() as session:
         appointments, active_appointments = session.exec(total).one(), session.exec(active).one()
+        sent = session.exec(messages).one()
     return Stats(
         organization_id=organization_id,
         appointments=appointments,
         active_appointments=active_appointments,
         create_requests=runtime.create_requests(organization_id),
+        messages=sent,
     )
 
 

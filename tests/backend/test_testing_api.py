@@ -62,6 +62,7 @@ def test_stats_count_rows_and_create_requests_including_replays(client):
         "appointments": 1,
         "active_appointments": 1,
         "create_requests": 3,
+        "messages": 0,
     }
     assert (
         client.get("/_testing/stats", params={"organization_id": "gus_notary"}).json()["create_requests"] == 0
@@ -105,6 +106,22 @@ def test_clock_can_be_set_and_advanced(client):
     assert client.post("/_testing/clock", json={}).status_code == 400
 
 
+def test_stats_count_the_outbox_messages_of_the_organization_asked_for(client):
+    """Platform choice: one stats read says whether a message was sent, like the outbox's length."""
+    for phone in ("+12125550142", "+12125550143"):
+        sent = client.post(
+            "/api/organizations/gus_notary/verifications",
+            json={"purpose": "booking:gus_notary", "phone": phone},
+        )
+        assert sent.status_code == 202
+    gus = client.get("/_testing/stats", params={"organization_id": "gus_notary"}).json()
+    outbox = client.get("/_testing/outbox", params={"organization_id": "gus_notary"}).json()["messages"]
+    assert (gus["messages"], len(outbox)) == (2, 2)
+    dental = client.get("/_testing/stats", params={"organization_id": "carolyns_dental"}).json()
+    assert dental["messages"] == 0
+    assert client.get("/_testing/stats").json()["messages"] == 2
+
+
 def test_reset_restores_seeds_and_clears_outbox_counters_and_clock(client):
     """Platform choice: reset to seeds."""
     create(client, "carolyns_dental", booking())
@@ -117,6 +134,7 @@ def test_reset_restores_seeds_and_clears_outbox_counters_and_clock(client):
     assert client.post("/_testing/reset").json() == {"reset": True}
     assert client.get("/_testing/stats").json()["appointments"] == 0
     assert client.get("/_testing/stats").json()["create_requests"] == 0
+    assert client.get("/_testing/stats").json()["messages"] == 0
     assert client.get("/_testing/outbox").json() == {"messages": []}
     assert client.get("/_testing/clock").json() == {"now": "2026-05-04T12:00:00Z"}
     assert create(client, "carolyns_dental", booking()).status_code == 201
