@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 
-from sqlmodel import Session, SQLModel
+from sqlmodel import Session, SQLModel, select
 
 from osbp.backend.models import Location, Organization, Provider, Service
 from osbp.backend.seed_file import LocationSeed, SeedFile, load_seed
@@ -63,6 +63,18 @@ def _location(organization_id: str, location: LocationSeed) -> Location:
 
 
 def seed(session: Session) -> None:
-    """Insert or refresh the seed rows (merge by primary key: re-seeding never duplicates)."""
-    for row in seed_rows():
+    """Insert or refresh the seed rows (merge by primary key: re-seeding never duplicates).
+
+    Into a database without organizations (a fresh one, or one just cleared) the rows are simply added:
+    a merge would first look each one up, the bulk of a fresh platform's seeding.
+    """
+    rows = seed_rows()
+    if session.exec(select(Organization.id).limit(1)).first() is None:
+        # Table by table in the order rows first appear (each organization before what references it):
+        # unrelated mappers have no insert order of their own.
+        for kind in dict.fromkeys(type(row) for row in rows):
+            session.add_all([row for row in rows if type(row) is kind])
+            session.flush()
+        return
+    for row in rows:
         session.merge(row)
