@@ -20,11 +20,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-import mcp_types as types
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from osbp.server._sdk import defer_init
 
-from osbp.protocol.tools import mcp_tool_name
+# ``mcp.client``'s own __init__ imports the in-memory Client and with it the SDK's whole server side (the
+# high-level MCPServer, Starlette, uvicorn): about a fifth of the demo's start-up, and the agent needs only
+# the session and the stdio transport (loaded the stdio server's way: ``osbp.server._sdk``).
+defer_init("mcp.client")
+
+import mcp_types as types  # noqa: E402
+from mcp.client.session import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+from osbp.protocol.tools import mcp_tool_name  # noqa: E402
 
 __all__ = ["HostDialog", "OsbpClient", "ServerConfig", "ToolCall", "TransportViolation", "osbp_server"]
 

@@ -33,8 +33,11 @@ _modules: dict[str, Any] = sys.modules  # typed loosely: a None entry is how an 
 _DEFERRED = ("mcp", "mcp.server")
 
 
-def _defer_init(name: str) -> None:
-    """Register package ``name`` from its real spec without running its ``__init__`` yet."""
+def defer_init(name: str) -> None:
+    """Register package ``name`` from its real spec without running its ``__init__`` yet (nothing happens
+    when it is imported already)."""
+    if name in _modules:
+        return
     spec = importlib.util.find_spec(name)
     if spec is None or spec.loader is None or spec.submodule_search_locations is None:
         return  # not a package we know how to defer: the plain import below runs it
@@ -62,7 +65,7 @@ _collecting = gc.isenabled()
 if _guard:
     _modules["uvicorn"] = None
     for _name in _DEFERRED:
-        _defer_init(_name)
+        defer_init(_name)
 gc.disable()
 try:
     from mcp.server.context import ServerRequestContext
@@ -77,4 +80,4 @@ finally:
     if _guard and "uvicorn" in _modules and _modules["uvicorn"] is None:
         del _modules["uvicorn"]
 
-__all__ = ["Server", "ServerRequestContext", "stdio_server"]
+__all__ = ["Server", "ServerRequestContext", "defer_init", "stdio_server"]
