@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 
 from osbp.demo.client import HostDialog, OsbpClient, ToolCall
 from osbp.demo.scenarios import HostAnswer
-from osbp.demo.stack import ArmableOutcome, OutboxMessage, PlatformControl, PlatformStats
+from osbp.demo.stack import ArmableOutcome, PlatformControl
 from osbp.protocol.canonical import sha256_hex
 
 __all__ = [
@@ -212,22 +211,20 @@ class RecordingAgent:
     organization_id: str
     audit: AuditTail
     steps: list[Step] = field(default_factory=list)
+    #: The counters read after this agent's last call, with the control's write count at that read.
+    _last: tuple[int, PlatformCounters] | None = field(default=None, init=False, repr=False)
 
     async def counters(self) -> PlatformCounters:
-        """The platform's counters for this organization right now (its two reads sent together)."""
-        stats: list[PlatformStats] = []
-        outbox: list[OutboxMessage] = []
+        """The platform's counters for this organization right now (one read of its stats)."""
+        stats = await self.control.stats(self.organization_id)
+        return PlatformCounters(stats.appointments, stats.create_requests, stats.messages)
 
-        async def read_stats() -> None:
-            stats.append(await self.control.stats(self.organization_id))
-
-        async def read_outbox() -> None:
-            outbox.extend(await self.control.outbox(self.organization_id))
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(read_stats)
-            group.start_soon(read_outbox)
-        return PlatformCounters(stats[0].appointments, stats[0].create_requests, len(outbox))
+    async def _counters_before(self) -> PlatformCounters:
+        # The counters after the previous call are still the platform's when nothing could have written
+        # to it since (no tool call by any agent on this control, no test-surface write): not read again.
+        if self._last is not None and self._last[0] == self.control.writes:
+            return self._last[1]
+        return await self.counters()
 
     async def call(
         self,
@@ -240,13 +237,15 @@ class RecordingAgent:
         note: str | None = None,
     ) -> ToolCall:
         """Call ``tool`` and record the step (setup actions are applied just before the call)."""
-        before = await self.counters()
+        before = await self._counters_before()
         for action in setup:
             await self.control.arm(self.organization_id, action[ARM])
         host = self.client.host if isinstance(self.client.host, RecordingHost) else None
         seen = len(host.exchanges) if host is not None else 0
+        self.control.writing()
         call = await self.client.call(tool, arguments)
         after = await self.counters()
+        self._last = (self.control.writes, after)
         wrote = after.appointments != before.appointments or after.messages != before.messages
         self.steps.append(
             Step(

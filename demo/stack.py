@@ -31,6 +31,7 @@ from osbp.demo.collector import collector_paused
 
 if TYPE_CHECKING:
     from osbp.backend.serving import PlatformServer
+    from osbp.demo.platform_process import PlatformProcess
 
 __all__ = [
     "ArmableOutcome",
@@ -38,6 +39,7 @@ __all__ = [
     "PlatformControl",
     "PlatformStats",
     "RunningPlatform",
+    "SpawnedPlatform",
     "StartingPlatform",
     "running_platform",
     "starting_platform",
@@ -48,11 +50,12 @@ ArmableOutcome = Literal["slot_taken", "rate_limited", "requires_verification"]
 
 @dataclass(frozen=True, slots=True)
 class PlatformStats:
-    """Appointment rows and appointment-create requests the platform has seen."""
+    """Appointment rows, appointment-create requests and outbox messages the platform has seen."""
 
     appointments: int
     active_appointments: int
     create_requests: int
+    messages: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,16 +69,29 @@ class OutboxMessage:
 
 
 class PlatformControl:
-    """A small async client for the platform's ``/_testing`` surface."""
+    """A small async client for the platform's ``/_testing`` surface.
+
+    :attr:`writes` counts what may have changed the platform's data since this client was made: its own
+    test-surface writes (every request but a ``GET``), and each tool call the caller announces with
+    :meth:`writing` before making it (a tool call is the only other way a demo or trace writes to its
+    platform). Equal counts around two reads of the same counters mean the second read may be skipped.
+    """
 
     def __init__(self, base_url: str, *, timeout: float = 10.0) -> None:
         self._client = httpx2.AsyncClient(base_url=base_url, timeout=timeout)
+        self.writes = 0
 
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self._client.aclose()
 
+    def writing(self) -> None:
+        """Note that the platform's data may change now (a tool call is about to be made)."""
+        self.writes += 1
+
     async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        if method != "GET":
+            self.writing()
         response = await self._client.request(method, path, **kwargs)
         response.raise_for_status()
         return response.json()
@@ -88,6 +104,7 @@ class PlatformControl:
             appointments=int(body["appointments"]),
             active_appointments=int(body["active_appointments"]),
             create_requests=int(body["create_requests"]),
+            messages=int(body["messages"]),
         )
 
     async def outbox(self, organization_id: str | None = None) -> list[OutboxMessage]:
@@ -190,6 +207,30 @@ class StartingPlatform:
             await self.control.aclose()
             if self._server is not None:
                 await anyio.to_thread.run_sync(self._server.stop)
+
+
+class SpawnedPlatform:
+    """A platform process (:class:`osbp.demo.platform_process.PlatformProcess`) spawned earlier, with the
+    same face as :class:`StartingPlatform`; the caller that spawned it stops it."""
+
+    def __init__(self, process: PlatformProcess) -> None:
+        self._process = process
+        self.base_url = process.base_url
+        self.control = PlatformControl(self.base_url)
+
+    async def started(self) -> None:
+        """Wait until the platform serves; raises :class:`~osbp.demo.platform_process.PlatformStartError`
+        when it cannot."""
+        await anyio.to_thread.run_sync(self._process.wait_ready)
+
+    async def close(self) -> None:
+        """Close the control client and let the platform start stopping (its spawner waits for it).
+
+        Asked once its last client is gone, uvicorn has no open connection to wait for as it stops.
+        """
+        with anyio.CancelScope(shield=True):
+            await self.control.aclose()
+        self._process.terminate()
 
 
 @asynccontextmanager

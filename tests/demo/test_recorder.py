@@ -1,8 +1,10 @@
 """The recording host: answers the forms as scripted, keeps every exchange, checks the binding."""
 
 from pathlib import Path
+from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 
 from osbp.demo.client import OsbpClient
@@ -14,7 +16,7 @@ from osbp.demo.recorder import (
     Step,
     unbound_summaries,
 )
-from osbp.demo.stack import OutboxMessage, PlatformControl, PlatformStats
+from osbp.demo.stack import PlatformControl, running_platform
 from osbp.protocol.canonical import sha256_hex
 from osbp.server.confirmation import CODE_MESSAGE, CODE_SCHEMA, CONFIRM_SCHEMA, confirmation_message
 
@@ -100,33 +102,40 @@ def test_an_accepted_code_form_answers_the_code_the_customer_received():
     assert not host.exchanges[0].asks_to_confirm
 
 
-class _Rendezvous(PlatformControl):
-    """A test surface whose two counter reads each answer only once the other one has been asked too."""
+class _Counting(PlatformControl):
+    """The real test surface, counting the requests sent to it."""
 
-    def __init__(self) -> None:
-        super().__init__("http://127.0.0.1:9")
-        self.asked = {"stats": anyio.Event(), "outbox": anyio.Event()}
+    def __init__(self, base_url: str) -> None:
+        super().__init__(base_url)
+        self.requests = 0
 
-    async def stats(self, organization_id: str | None = None) -> PlatformStats:
-        self.asked["stats"].set()
-        await self.asked["outbox"].wait()
-        return PlatformStats(appointments=2, active_appointments=1, create_requests=3)
-
-    async def outbox(self, organization_id: str | None = None) -> list[OutboxMessage]:
-        self.asked["outbox"].set()
-        await self.asked["stats"].wait()
-        return [OutboxMessage(organization_id or "", "sms", "booking", "123456")]
+    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        self.requests += 1
+        return await super()._json(method, path, **kwargs)
 
 
-def test_the_counters_around_a_call_are_read_together():
-    """Platform choice: the recorder's two reads of the platform's counters are in flight at once (one
-    round trip of waiting around each call, not two), and each answer lands in its own counter."""
-    control = _Rendezvous()
-    agent = RecordingAgent(OsbpClient.__new__(OsbpClient), control, "org", AuditTail(Path("unused.jsonl")))
+def test_the_counters_are_one_read_of_the_platform_and_count_its_messages():
+    """Platform choice: the recorder's counters (appointment rows, create requests, outbox messages) are
+    one read of the real platform's stats, which counts a sent verification message."""
 
-    async def read() -> PlatformCounters:
-        with anyio.fail_after(5):  # read one after the other, each would wait for the other forever
-            return await agent.counters()
+    async def run() -> tuple[PlatformCounters, PlatformCounters, int]:
+        async with running_platform() as platform:
+            control = _Counting(platform.base_url)
+            agent = RecordingAgent(
+                OsbpClient.__new__(OsbpClient), control, "gus_notary", AuditTail(Path("-"))
+            )
+            before = await agent.counters()
+            async with httpx2.AsyncClient(base_url=platform.base_url, trust_env=False) as http:
+                sent = await http.post(
+                    "/api/organizations/gus_notary/verifications",
+                    json={"purpose": "booking:gus_notary", "phone": "+12125550142"},
+                )
+                assert sent.status_code == 202
+            after = await agent.counters()
+            await control.aclose()
+            return before, after, control.requests
 
-    assert anyio.run(read) == PlatformCounters(appointments=2, create_requests=3, messages=1)
-    anyio.run(control.aclose)
+    before, after, requests = anyio.run(run)
+    assert before == PlatformCounters(appointments=0, create_requests=0, messages=0)
+    assert after == PlatformCounters(appointments=0, create_requests=0, messages=1)
+    assert requests == 2
