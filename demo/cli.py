@@ -9,23 +9,34 @@ expected outcome happened, 1 when one did not, 2 for a usage error.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
+import tempfile
+import tomllib
 from collections.abc import Sequence
 from datetime import datetime
+from importlib import resources
 from pathlib import Path
 
-import anyio
-
-from osbp.demo.narration import make_narrator
-from osbp.demo.scenarios import VERTICALS
-from osbp.demo.walkthrough import run_demo
+from osbp.demo import platform_process
+from osbp.demo.collector import collector_paused
 from osbp.protocol.timeutil import parse_instant
 
 __all__ = ["DEFAULT_AUDIT_LOG", "build_parser", "main"]
 
 #: Where the demo's audit log goes (relative to the working directory; `.osbp/` is git-ignored).
 DEFAULT_AUDIT_LOG = Path(".osbp/demo/audit.jsonl")
+
+
+def _vertical_keys() -> list[str]:
+    """The scenario file's verticals in demo order, read without validating the file.
+
+    ``osbp.demo.scenarios`` validates it (pydantic models) once the platform's process is on its way;
+    the command line only needs the names.
+    """
+    text = resources.files("osbp.demo").joinpath("scenarios.toml").read_text(encoding="utf-8")
+    return list(tomllib.loads(text).get("verticals", {}))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--vertical",
         action="append",
-        choices=list(VERTICALS),
+        choices=_vertical_keys(),
         help="vertical to run (repeatable; default: all four)",
     )
     parser.add_argument(
@@ -64,6 +75,24 @@ def _parse_now(value: str | None) -> datetime | str | None:
     return instant
 
 
+def _import_story() -> None:
+    """Import what tells the story (the MCP SDK's client, the scenarios' models, the narration) with the
+    collector paused: it builds long-lived objects only."""
+    with collector_paused():
+        importlib.import_module("osbp.demo.walkthrough")
+
+
+def _start_error(error: BaseException) -> platform_process.PlatformStartError | None:
+    """The platform's failed start behind ``error`` (raised inside a task group, it comes wrapped)."""
+    if isinstance(error, platform_process.PlatformStartError):
+        return error
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            if (found := _start_error(inner)) is not None:
+                return found
+    return None
+
+
 def main(argv: Sequence[str]) -> int:
     """Run the demo; 0 when every expected outcome happened."""
     args = build_parser().parse_args(list(argv))
@@ -71,11 +100,40 @@ def main(argv: Sequence[str]) -> int:
     if isinstance(now, str):
         print(f"osbp demo: {now}", file=sys.stderr)
         return 2
-    verticals = list(dict.fromkeys(args.vertical or VERTICALS))
-    narrator = make_narrator(json_mode=args.json)
     args.audit_log.parent.mkdir(parents=True, exist_ok=True)
     args.audit_log.unlink(missing_ok=True)  # the log shows this run's events only
-    result = anyio.run(lambda: run_demo(verticals, now=now, audit_log=args.audit_log, narrator=narrator))
+    with tempfile.TemporaryDirectory(prefix="osbp-platform-") as workdir:
+        # The platform's process starts first, so its imports run on another core while this process
+        # imports the MCP SDK's client and the rest of the demo (POSIX; elsewhere it starts in a thread).
+        process = (
+            platform_process.PlatformProcess(Path(workdir), now) if platform_process.supported() else None
+        )
+        try:
+            _import_story()
+            import anyio
+
+            from osbp.demo.narration import make_narrator
+            from osbp.demo.scenarios import VERTICALS
+            from osbp.demo.stack import SpawnedPlatform
+            from osbp.demo.walkthrough import run_demo
+
+            verticals = list(dict.fromkeys(args.vertical or VERTICALS))
+            narrator = make_narrator(json_mode=args.json)
+            platform = SpawnedPlatform(process) if process is not None else None
+            result = anyio.run(
+                lambda: run_demo(
+                    verticals, now=now, audit_log=args.audit_log, narrator=narrator, spawned=platform
+                )
+            )
+        except Exception as error:
+            failed = _start_error(error)
+            if failed is None:
+                raise
+            print(f"osbp demo: {failed}", file=sys.stderr)
+            return 1
+        finally:
+            if process is not None:
+                process.stop()
     if args.json:
         print(json.dumps(result.transcript, indent=2, sort_keys=True, ensure_ascii=False))
     elif not result.ok:

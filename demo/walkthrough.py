@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -33,7 +34,7 @@ from osbp.demo.narration import (
 from osbp.demo.playbook import approval_token, book, create_arguments, find_open_day, pick_slot
 from osbp.demo.recorder import AuditTail, RecordingAgent, Step
 from osbp.demo.scenarios import VERTICALS, Vertical, build_mandate, local_today
-from osbp.demo.stack import PlatformControl, starting_platform
+from osbp.demo.stack import PlatformControl, SpawnedPlatform, StartingPlatform, starting_platform
 from osbp.demo.turns import ServerJob, Work, run_in_turns
 from osbp.protocol.models import BookingMandate
 from osbp.server.redaction import Redactor
@@ -385,13 +386,36 @@ def _show_operator_warning(run: _Run) -> None:
     run.result.transcript["operator_warning"] = first
 
 
+@asynccontextmanager
+async def _platform(
+    now: datetime | None, spawned: SpawnedPlatform | None
+) -> AsyncIterator[SpawnedPlatform | StartingPlatform]:
+    if spawned is not None:
+        try:
+            yield spawned
+        finally:
+            await spawned.close()
+    else:
+        async with starting_platform(now) as platform:
+            yield platform
+
+
 async def run_demo(
-    vertical_keys: Sequence[str], *, now: datetime | None, audit_log: Path, narrator: Narrator
+    vertical_keys: Sequence[str],
+    *,
+    now: datetime | None,
+    audit_log: Path,
+    narrator: Narrator,
+    spawned: SpawnedPlatform | None = None,
 ) -> DemoResult:
-    """Run the demo for ``vertical_keys`` and return what it proved (``audit_log``'s folder must exist)."""
+    """Run the demo for ``vertical_keys`` and return what it proved (``audit_log``'s folder must exist).
+
+    ``spawned`` is a platform process already starting (``osbp demo`` spawns it before its own imports);
+    without one the platform starts in a worker thread of this process.
+    """
     result = DemoResult(transcript={"verticals": [], "audit_log": str(audit_log)})
     narrator.title("OSBP v0.1.0: an agent books inside a BookingMandate, through the real stack")
-    async with starting_platform(now) as platform:
+    async with _platform(now, spawned) as platform:
         with tempfile.TemporaryDirectory(prefix="osbp-demo-") as workdir:
             run = _Run(narrator, platform.control, platform.base_url, now, Path(workdir), audit_log, result)
 

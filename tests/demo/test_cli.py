@@ -116,6 +116,26 @@ def test_a_demo_long_in_the_past_books_and_audits_at_that_instant(tmp_path):
     assert {json.loads(line)["created_at"] for line in events} == {"2021-03-01T14:00:00.000Z"}
 
 
+@pytest.mark.integration
+def test_a_platform_that_cannot_start_is_one_line_and_status_1(tmp_path):
+    """Platform choice: the platform's own reason for not starting (here a fault profile in the
+    environment that is not JSON) is one line on stderr, exit status 1, and no traceback."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = os.environ | {"TMPDIR": str(scratch), "OSBP_BACKEND_FAULTS": "{not json"}
+    command = [sys.executable, "-m", "osbp", "demo", "--audit-log", str(tmp_path / "audit.jsonl")]
+    result = subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        "osbp demo: the platform did not start (exit status 2): osbp backend: OSBP_BACKEND_FAULTS={not json: "
+        "the fault profile is not JSON"
+    )
+    assert result.stderr.count("\n") == 1
+    assert list(scratch.iterdir()) == []  # its temporary folder is gone with it
+
+
 def test_now_must_be_an_instant_with_an_offset(capsys):
     """OSBP spec, Time Discipline: instants carry Z or an offset; a usage error exits 2."""
     assert main(["--now", "2030-05-06T13:00:00"]) == 2
@@ -123,9 +143,9 @@ def test_now_must_be_an_instant_with_an_offset(capsys):
 
 
 def test_the_demo_loads_the_platform_stack_only_when_it_starts_the_platform():
-    """Platform choice: `osbp demo` binds the platform's port and starts its MCP servers before it pays for
-    the platform's web stack (FastAPI, SQLAlchemy, Alembic), which is imported in the platform's own start,
-    alongside the servers' start-ups."""
+    """Platform choice: `osbp demo` binds the platform's port and spawns its process before anything
+    heavy is imported: the platform's web stack (FastAPI, SQLAlchemy, Alembic) is imported in that
+    process, alongside the demo's own imports and its MCP server's start-up."""
     code = (
         "import sys, osbp.cli, osbp.demo.cli\n"
         "heavy = ('fastapi', 'sqlalchemy', 'sqlmodel', 'alembic', 'osbp.backend')\n"
@@ -136,15 +156,17 @@ def test_the_demo_loads_the_platform_stack_only_when_it_starts_the_platform():
 
 
 def test_the_demo_imports_its_client_without_a_garbage_collection():
-    """Platform choice (osbp.cli imports a subcommand with collection paused): the demo's own start-up
-    builds long-lived objects only, so no pass over the older generations runs during it (which would
-    traverse them all), and collection is back on, with those objects frozen, afterwards."""
+    """Platform choice (osbp.cli imports a subcommand with collection paused, and the demo its story once
+    the platform's process is spawned): the demo's own start-up builds long-lived objects only, so no pass
+    over the older generations runs during it (which would traverse them all), and collection is back
+    on, with those objects frozen, afterwards."""
     code = (
-        "import gc, osbp.cli\n"
+        "import gc, sys, osbp.cli\n"
         "before = [generation['collections'] for generation in gc.get_stats()]\n"
-        "osbp.cli._import_paused('osbp.demo.cli')\n"
+        "osbp.cli._import_paused('osbp.demo.cli')._import_story()\n"
         "after = [generation['collections'] for generation in gc.get_stats()]\n"
-        "print(after[1:] == before[1:], gc.isenabled(), gc.get_freeze_count() > 0)\n"
+        "loaded = 'mcp.client.session' in sys.modules\n"
+        "print(after[1:] == before[1:], gc.isenabled(), gc.get_freeze_count() > 0, loaded)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["True", "True", "True"]
+    assert done.stdout.split() == ["True", "True", "True", "True"]
