@@ -2,10 +2,14 @@
 every line the MCP SDK cannot read.
 
 The SDK's stdio transport reads stdin in an AnyIO worker thread, which cannot be cancelled: on SIGTERM
-the server would wait for the host to write another line before it could stop. Here a daemon thread reads
-the descriptor with plain ``os.read`` (no ``io`` buffer lock that interpreter shutdown would wait for) and
-hands complete lines to the event loop through a memory stream, so cancelling the reader never waits on a
-blocked read: the daemon thread simply ends with the process.
+the server would wait for the host to write another line before it could stop. Here a pipe or a socket
+(how a host connects a stdio server) is read on the event loop itself: it waits until the descriptor is
+readable, then takes what is there with one plain ``os.read``, so a request reaches its handler without a
+thread hand-off and cancelling the wait is immediate. Anything the event loop cannot wait on (a regular
+file, a terminal on some systems, Windows) is read by a daemon thread with plain ``os.read`` (no ``io``
+buffer lock that interpreter shutdown would wait for), which hands complete lines to the event loop
+through a memory stream; cancelling the reader never waits on its blocked read: the daemon thread simply
+ends with the process.
 
 The SDK drops a line its parser rejects (it logs it at debug level), so a host would wait forever for the
 answer. :func:`screen` reads each line with the SDK's own parser first; a line it accepts passes through
@@ -28,7 +32,9 @@ import json
 import logging
 import math
 import os
+import stat
 import threading
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -149,6 +155,17 @@ def screen(line: str) -> Rejection | None:
     return Rejection(INVALID_REQUEST, "not_a_request", _request_id(value))
 
 
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can wait on ``fd``: a pipe or a socket on a POSIX system."""
+    if os.name != "posix":
+        return False
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
 class _Replies(Protocol):
     async def send(self, item: SessionMessage, /) -> None: ...
 
@@ -159,8 +176,16 @@ class StdinLines:
 
     def __init__(self, fd: int = 0) -> None:
         self._fd = fd
-        self._send, self._receive = anyio.create_memory_object_stream[str](math.inf)
+        #: Read on the event loop (a pipe or a socket), else by the daemon thread, which hands lines over
+        #: through this memory stream.
+        self._polled = _pollable(fd)
+        self._send, self._receive = anyio.create_memory_object_stream[str](0 if self._polled else math.inf)
+        if self._polled:
+            self._send.close()
         self._started = False
+        self._pending = b""
+        self._lines: deque[str] = deque()
+        self._ended = False
         self._replies: _Replies | None = None
         self._attached = anyio.Event()
 
@@ -187,16 +212,35 @@ class StdinLines:
             return
 
     def __aiter__(self) -> StdinLines:
-        if not self._started:
+        if not self._started and not self._polled:
             self._started = True
             token = anyio.lowlevel.current_token()
             threading.Thread(target=self._pump, args=(token,), name="osbp-stdin", daemon=True).start()
         return self
 
+    async def _polled_line(self) -> str:
+        """The next line read on the event loop; ``EndOfStream`` after the last one."""
+        while not self._lines:
+            if self._ended:
+                raise anyio.EndOfStream
+            await anyio.wait_readable(self._fd)
+            try:
+                chunk = os.read(self._fd, _CHUNK)
+            except BlockingIOError:  # another reader of the descriptor took what was there
+                continue
+            if not chunk:
+                self._ended = True
+                if self._pending:
+                    self._lines.append(self._pending.decode("utf-8", "replace"))
+                continue
+            *complete, self._pending = (self._pending + chunk).split(b"\n")
+            self._lines.extend((line + b"\n").decode("utf-8", "replace") for line in complete)
+        return self._lines.popleft()
+
     async def __anext__(self) -> str:
         while True:
             try:
-                line = await self._receive.receive()
+                line = await (self._polled_line() if self._polled else self._receive.receive())
             except anyio.EndOfStream:
                 self._receive.close()
                 raise StopAsyncIteration from None

@@ -6,6 +6,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -198,3 +199,44 @@ async def test_a_rejection_waits_for_the_writer_and_is_dropped_once_it_is_closed
     assert isinstance(first.message, JSONRPCError)
     assert (first.message.id, first.message.error.code) == (None, -32700)
     assert lines == [REQUEST + "\n"]
+
+
+async def _read_lines(fd: int) -> tuple[list[str], list[str]]:
+    """The lines ``StdinLines`` passes from ``fd``, and the names of the threads alive while it read."""
+    send, receive = anyio.create_memory_object_stream[SessionMessage](10)
+    threads: list[str] = []
+    with send, receive, anyio.fail_after(30):
+        stdin = StdinLines(fd)
+        stdin.answer_through(send)
+        lines = []
+        async for line in stdin:
+            lines.append(line)
+            threads = [thread.name for thread in threading.enumerate()]
+    return lines, threads
+
+
+@pytest.mark.anyio
+async def test_a_pipe_is_read_on_the_event_loop_without_a_reader_thread(pipe) -> None:
+    """Platform choice: a pipe (how a host connects a stdio server) is waited on by the event loop, so a
+    request reaches the SDK with no thread hand-off; a last line without a newline still counts."""
+    read_end, write_end = pipe
+    os.write(write_end, f"{REQUEST}\n{REQUEST}".encode())
+    os.close(write_end)
+    lines, threads = await _read_lines(read_end)
+    assert lines == [REQUEST + "\n", REQUEST]
+    assert "osbp-stdin" not in threads
+
+
+@pytest.mark.anyio
+async def test_a_regular_file_the_event_loop_cannot_wait_on_is_read_by_the_daemon_thread(tmp_path) -> None:
+    """Platform choice: stdin redirected from a file (which no event loop can wait on) is read by the
+    daemon thread, with the same lines in the same order."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(f"{REQUEST}\n\n{REQUEST}\n", encoding="utf-8")
+    fd = os.open(requests, os.O_RDONLY)
+    try:
+        lines, threads = await _read_lines(fd)
+    finally:
+        os.close(fd)
+    assert lines == [REQUEST + "\n", REQUEST + "\n"]
+    assert "osbp-stdin" in threads
