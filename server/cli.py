@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import logging
 import signal
 import sys
@@ -41,6 +42,10 @@ from osbp.server.logs import configure_logging
 from osbp.server.settings import ServerSettings, describe, nest, settings_of
 from osbp.server.stdin import StdinLines
 from osbp.server.stdout import claimed_stdout
+
+#: The stdio server runs on uvloop where it is installed (a dependency except on Windows): the same
+#: asyncio interface, a cheaper loop under each tool call. The HTTP transport keeps uvicorn's asyncio loop.
+_UVLOOP = importlib.util.find_spec("uvloop") is not None
 
 __all__ = ["build_parser", "load_settings", "main", "serve"]
 
@@ -120,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parts.adapter,
             parts.audit,
             parts.clock,
+            backend_options={"use_uvloop": _UVLOOP},
         )
     except Exception:
         # A bug, not a configuration problem: one JSON log line with the traceback, then status 1.
