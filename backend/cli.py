@@ -20,7 +20,8 @@ import gc
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from pydantic import ValidationError
@@ -138,6 +139,20 @@ def _reason(error: Exception) -> str:
     return " ".join(str(getattr(cause, "strerror", None) or cause).split())
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No garbage collection inside the block; what exists at its end is frozen (``gc.freeze``: never
+    traversed again), and collection resumes."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if collecting:
+            gc.enable()
+
+
 def _fail(message: str) -> int:
     sys.stderr.write(f"{PROG}: {message}\n")
     return 2
@@ -206,14 +221,16 @@ def main(argv: Sequence[str]) -> int:
         return parsed
     settings, args = parsed
     # The application (FastAPI, SQLAlchemy, uvicorn) is imported only once the settings are valid, so a
-    # mistyped flag is answered at once.
-    from sqlalchemy.exc import OperationalError
+    # mistyped flag is answered at once; it and the app built below are long-lived objects only, so the
+    # collector is paused while they are made (its passes would be pure start-up cost).
+    with _collector_paused():
+        from sqlalchemy.exc import OperationalError
 
-    from osbp.backend.app import create_app
-    from osbp.backend.listening import adopt_socket
-    from osbp.backend.logs import configure_logging, logger
-    from osbp.backend.schema import SchemaError
-    from osbp.backend.serving import ReadyServer, bind_socket, http_url, uvicorn_config
+        from osbp.backend.app import create_app
+        from osbp.backend.listening import adopt_socket
+        from osbp.backend.logs import configure_logging, logger
+        from osbp.backend.schema import SchemaError
+        from osbp.backend.serving import ReadyServer, bind_socket, http_url, uvicorn_config
 
     if settings.listen_fd is not None:
         try:
@@ -229,7 +246,8 @@ def main(argv: Sequence[str]) -> int:
     host, port = sock.getsockname()[:2]
     base_url = http_url(host if settings.listen_fd is not None else settings.host, port)
     try:
-        app = create_app(settings)
+        with _collector_paused():
+            app = create_app(settings)
     except ValueError as error:  # the fault profile names an endpoint the platform does not have
         sock.close()
         return _fail(f"{_source('faults', args)}: {error}")
