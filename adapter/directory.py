@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+import anyio
 import httpx2
 
 from osbp.adapter.bookwell import PLATFORM, VERSION_HEADER, BookwellApi
@@ -101,12 +102,26 @@ class BookwellDirectory:
         if known is not None or not is_platform_id(value):
             return known if known in among else None
         now = time.monotonic()
-        for organization_id in among:
-            # Each organization's catalog is read again at most once a second, whatever the candidates.
-            if now - self._listed_at.get((kind, organization_id), -_RELIST_EVERY_S) < _RELIST_EVERY_S:
-                continue
+        # Each organization's catalog is read again at most once a second, whatever the candidates.
+        due = [
+            organization_id
+            for organization_id in among
+            if now - self._listed_at.get((kind, organization_id), -_RELIST_EVERY_S) >= _RELIST_EVERY_S
+        ]
+        for organization_id in due:
             self._listed_at[(kind, organization_id)] = now
+        listed: dict[str, list[str] | Problem] = {}
+
+        async def read(organization_id: str) -> None:
             ids = await self._catalog_ids(kind, organization_id)
+            listed[organization_id] = ids if isinstance(ids, Problem) else list(ids)
+
+        # The catalogs are read at once (one round trip of waiting, not one per organization).
+        async with anyio.create_task_group() as group:
+            for organization_id in due:
+                group.start_soon(read, organization_id)
+        for organization_id in due:  # in the candidates' order: the first one's problem is the answer
+            ids = listed[organization_id]
             if isinstance(ids, Problem):
                 return ids
             for item in ids:

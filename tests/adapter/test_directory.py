@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
+import httpx2
 import pytest
 
 from osbp.adapter.directory import BookwellDirectory
@@ -96,3 +98,38 @@ async def test_a_booking_belongs_to_the_organization_whose_platform_knows_it(
     assert len(transport.requests) == sent
     assert await directory.booking_owner(booking_id, (NOTARY,)) is None
     assert await directory.booking_owner("apt_0000000000000000", EVERY) is None
+
+
+class _Together(RecordingTransport):
+    """The real transport, holding each request until ``expected`` requests are in flight at once."""
+
+    def __init__(self, expected: int) -> None:
+        super().__init__()
+        self.expected = expected
+        self.arrived = anyio.Event()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        if len(self.requests) >= self.expected:
+            self.arrived.set()
+        await self.arrived.wait()
+        return await super().handle_async_request(request)
+
+
+async def test_the_candidates_catalogs_are_read_at_once(platform: Platform, state_path: Path) -> None:
+    """Platform choice (routing by id): a first lookup among several organizations reads their
+    catalogs concurrently (one round trip of waiting), and still finds the owner."""
+    transport = _Together(expected=len(EVERY))
+    settings = AdapterSettings(
+        platform_base_url=platform.base_url, organization_id="*", state_path=state_path
+    )
+    found = BookwellDirectory(settings, transport=transport)
+    try:
+        with anyio.fail_after(10):  # read one after the other, the first would wait for the second forever
+            assert await found.service_owner(CLEANING, EVERY) == ORG
+    finally:
+        await found.aclose()
+    assert sorted({request.url.path for request in transport.requests}) == [
+        f"/api/organizations/{ORG}/services",
+        f"/api/organizations/{NOTARY}/services",
+    ]
