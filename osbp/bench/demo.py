@@ -4,11 +4,11 @@ Both are measured end to end as subprocesses (`python -m osbp demo --now …` an
 replay`), interpreter start-up included, because that is what a user waits for: the demo's wall time is
 the median of N runs (default 5), the replay time the median of M runs (default 1) of every checked-in
 trace. Each run starts its own platform and MCP servers and stops them. The CPU a run costs (the demo
-process, its platform thread and its MCP server subprocesses, user + system) is reported beside its wall
-time. ``--demo-against DIR`` runs another checkout's demo (its own ``.venv``) in alternating runs of the
-same invocation, with this ÷ that ratios: on a shared machine only ratios from one interleaved run count.
-Figures are printed as a table and written to ``bench-results/demo.json``; they are reported, never
-asserted.
+process, its platform, a process of its own where possible, and its MCP server subprocess: user +
+system) is reported beside its wall time. ``--demo-against DIR`` runs another checkout's demo (its own
+``.venv``) in alternating runs of the same invocation, with this ÷ that ratios: on a shared machine
+only ratios from one interleaved run count. Figures are printed as a table and written to
+``bench-results/demo.json``; they are reported, never asserted.
 """
 
 from __future__ import annotations
