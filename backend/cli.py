@@ -20,6 +20,7 @@ import gc
 import json
 import os
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -153,6 +154,20 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _stop_at_end_of_input(server: Any) -> None:
+    """Read standard input to its end (a closed pipe, or a parent that died), then ask uvicorn to stop.
+
+    uvicorn checks ``should_exit`` on its own event loop's tick: setting it from this thread is the same
+    graceful stop as SIGTERM, without a signal (so it works on every system).
+    """
+    try:
+        while os.read(0, 65536):
+            pass  # nothing is expected on it; whatever arrives is ignored
+    except OSError:
+        pass  # no readable stdin at all: as good as closed
+    server.should_exit = True
+
+
 def _fail(message: str) -> int:
     sys.stderr.write(f"{PROG}: {message}\n")
     return 2
@@ -265,6 +280,10 @@ def main(argv: Sequence[str]) -> int:
         logger.info("ready", extra={"base_url": base_url, "testing": settings.enable_testing})
 
     server = ReadyServer(uvicorn_config(app), on_ready=announce)
+    if settings.exit_with_stdin:
+        threading.Thread(
+            target=_stop_at_end_of_input, args=(server,), name="osbp-backend-stdin", daemon=True
+        ).start()
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:

@@ -93,6 +93,11 @@ class BackendSettings(BaseSettings):
     fault_seed: int | None = Field(
         default=None, description="seed for the fault profile's draws (overrides the profile's seed)"
     )
+    exit_with_stdin: bool = Field(
+        default=False,
+        description="stop (gracefully) once standard input is closed: a parent that spawned the platform "
+        "ends it by closing the pipe, and the platform never outlives a parent killed outright",
+    )
     pause_webhooks: bool = Field(
         default=False, description="queue webhook events without delivering them (no delivery worker runs)"
     )

@@ -8,6 +8,8 @@ module only, so its address is known at once and handed to the MCP server), spaw
 --listen-fd N`` on that socket with a fresh SQLite file, the test surface on and, when asked, a frozen
 clock, and only then lets the caller import the rest. The platform says it serves with its one JSON line
 on stdout; its stderr (the operator's JSON logs) goes to a file whose last line explains a failed start.
+Its stdin is a pipe nothing is written to (``--exit-with-stdin``): closing it stops the platform, and so
+does this process's end however it comes (a ``kill -9`` included), so the platform never outlives it.
 
 POSIX only (a socket handed down by descriptor); elsewhere the demo starts the platform in a thread
 (:func:`osbp.demo.stack.starting_platform`).
@@ -64,6 +66,9 @@ class PlatformProcess:
             "--enable-testing",
             "--log-level",
             "WARNING",
+            # Its stdin is a pipe only this process writes to: closed, by stop() or by this process's
+            # death however it comes, it stops the platform, which never outlives the demo.
+            "--exit-with-stdin",
         ]
         if now is not None:
             argv += ["--now", now.isoformat()]
@@ -72,7 +77,7 @@ class PlatformProcess:
                 self._process = subprocess.Popen(  # noqa: S603  # our own interpreter and command
                     argv,
                     pass_fds=(sock.fileno(),),
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=errlog,
                 )
@@ -80,6 +85,11 @@ class PlatformProcess:
             # The child holds the socket now: should it die, connections are refused instead of waiting
             # in a backlog nobody reads.
             sock.close()
+
+    @property
+    def pid(self) -> int:
+        """The platform process's id."""
+        return self._process.pid
 
     def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
         """Block until the platform serves; :class:`PlatformStartError` says why it did not."""
@@ -117,19 +127,22 @@ class PlatformProcess:
         return str(record.get("message", lines[-1])) if isinstance(record, dict) else lines[-1]
 
     def terminate(self) -> None:
-        """Ask the platform to stop (SIGTERM: uvicorn's graceful shutdown), without waiting for it."""
-        if self._process.poll() is None:
-            self._process.terminate()
+        """Ask the platform to stop (its stdin closed: uvicorn's graceful shutdown), without waiting."""
+        if self._process.stdin is not None and not self._process.stdin.closed:
+            self._process.stdin.close()
 
     def stop(self) -> None:
-        """Ask the platform to stop unless asked already, wait for it, and kill it if it does not stop."""
+        """Ask the platform to stop unless asked already and wait for it; SIGTERM, then SIGKILL, should it
+        not stop in time."""
         process = self._process
-        if process.poll() is None:
-            process.terminate()
+        self.terminate()
+        for ask in (process.terminate, process.kill):
             try:
                 process.wait(timeout=STOP_TIMEOUT_S)
+                break
             except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+                ask()
+        else:
+            process.wait()
         if process.stdout is not None:
             process.stdout.close()

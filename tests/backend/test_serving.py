@@ -294,3 +294,36 @@ def test_a_descriptor_that_is_no_loopback_listening_tcp_socket_is_one_line_and_s
     assert stderr.startswith(f"osbp backend: --listen-fd {fd}: descriptor {fd} {expected}")
     assert stderr.count("\n") == 1
     assert stdout == ""
+
+
+def test_with_exit_with_stdin_closing_standard_input_stops_the_platform_gracefully():
+    """Platform choice: `--exit-with-stdin` stops the platform once its stdin is closed (a parent that
+    spawned it ends it so, or by dying), with uvicorn's graceful shutdown and exit status 0."""
+    command = [
+        sys.executable,
+        "-m",
+        "osbp",
+        "backend",
+        "--db",
+        ":memory:",
+        "--port",
+        "0",
+        "--exit-with-stdin",
+    ]
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdin is not None
+        ready = json.loads(process.stdout.readline())
+        assert httpx2.get(ready["base_url"] + "/health", trust_env=False).status_code == 200
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,43 @@ def test_the_demo_imports_its_client_without_a_garbage_collection():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True", "True", "True", "True"]
+
+
+@pytest.mark.integration
+def test_the_demos_platform_process_ends_with_the_demo_even_when_it_is_killed(tmp_path):
+    """Platform choice: the platform the demo spawns stops when the demo's process ends however it ends
+    (here SIGKILL, which runs no clean-up): its stdin pipe closes and it stops by itself."""
+    code = (
+        "import sys, time, pathlib\n"
+        "from osbp.demo.platform_process import PlatformProcess\n"
+        "platform = PlatformProcess(pathlib.Path(sys.argv[1]), None)\n"
+        "platform.wait_ready()\n"
+        "print(platform.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    demo = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert demo.stdout is not None
+        platform_pid = int(demo.stdout.readline())
+        os.kill(platform_pid, 0)  # it serves
+        demo.kill()
+        demo.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while _alive(platform_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(platform_pid)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait(timeout=30)
+        if demo.stdout is not None:
+            demo.stdout.close()
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is still a running process (a zombie, exited but not yet reaped, is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
