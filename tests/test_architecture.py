@@ -42,7 +42,7 @@ COMPOSITION_ROOT = "server/compose.py"
 SERVER_SETTINGS = "server/settings.py"
 REMOTE_SETTINGS = "server/remote_settings.py"
 #: The modules that start this project's platform for their users.
-PLATFORM_STARTERS = ("demo/stack.py", "conformance/self_target.py")
+PLATFORM_STARTERS = ("demo/stack.py", "demo/platform_process.py", "conformance/self_target.py")
 #: What starting the platform may import of it.
 PLATFORM_STARTUP_API = ("backend.serving", "backend.settings", "backend.listening")
 #: ``--self`` checks that this project's MCP server is installed (``find_spec``), then launches it.
