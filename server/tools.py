@@ -35,7 +35,7 @@ from osbp.protocol.models import ToolName
 from osbp.protocol.schemas import SCHEMA_DIR
 from osbp.protocol.tools import TOOLS, mcp_tool_name
 
-__all__ = ["TOOL_DEFINITIONS", "ToolDefinition", "dotted_name", "mcp_tools"]
+__all__ = ["TOOL_DEFINITIONS", "ToolDefinition", "dotted_name", "inlined", "mcp_tools"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +168,33 @@ def _published(file_name: str) -> dict[str, Any]:
     return schema
 
 
+def inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each ``{"$ref": "#/$defs/X"}`` replaced by ``X`` itself and no ``$defs``: the same
+    constraints, which a validator checks without resolving a reference at every use.
+
+    A host validates every structured result against its tool's ``outputSchema`` (the MCP SDK's client
+    does, on each call); for ``availability.find`` a ``$ref`` per slot and one per price are about a third
+    of that validation. The published schemas are not recursive; a recursive one is refused here.
+    """
+    definitions: dict[str, Any] = schema.get("$defs", {})
+
+    def inline(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [inline(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        reference = node.get("$ref")
+        if isinstance(reference, str) and reference.startswith("#/$defs/") and len(node) == 1:
+            name = reference.removeprefix("#/$defs/")
+            if name in seen:
+                raise ValueError(f"{name} refers to itself: a recursive schema cannot be inlined")
+            return inline(definitions[name], (*seen, name))
+        return {key: inline(value, seen) for key, value in node.items() if key != "$defs"}
+
+    result: dict[str, Any] = inline(schema, ())
+    return result
+
+
 @cache
 def _tools() -> tuple[Tool, ...]:
     return tuple(
@@ -176,7 +203,7 @@ def _tools() -> tuple[Tool, ...]:
             title=definition.title,
             description=definition.description,
             input_schema=_published(f"{definition.name}.input.json"),
-            output_schema=_published(f"{definition.name}.result.json"),
+            output_schema=inlined(_published(f"{definition.name}.result.json")),
             annotations=definition.annotations,
         )
         for definition in _DEFINITIONS

@@ -16,7 +16,8 @@ from mcp import Client
 from osbp.protocol.schemas import tool_input_schema, tool_result_schema
 from osbp.protocol.tools import TOOLS
 from osbp.server.app import INSTRUCTIONS
-from osbp.server.tools import mcp_tools
+from osbp.server.tools import inlined, mcp_tools
+from tests.support.paths import REPO
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tools.json"
 NAMES = [
@@ -51,7 +52,7 @@ async def test_input_schemas_are_the_protocol_cores_strict_schemas(client: Clien
         tool = tools["osbp_" + dotted.replace(".", "_")]
         assert tool.input_schema == tool_input_schema(dotted)
         assert tool.input_schema["additionalProperties"] is False
-        assert tool.output_schema == {"type": "object", **tool_result_schema(dotted)}
+        assert tool.output_schema == inlined({"type": "object", **tool_result_schema(dotted)})
 
 
 @pytest.mark.anyio
@@ -137,4 +138,49 @@ def test_listing_the_tools_reads_the_published_schemas_without_generating_any(mo
     for dotted in TOOLS:
         name = "osbp_" + dotted.replace(".", "_")
         published = json.loads((schemas.SCHEMA_DIR / f"{dotted}.result.json").read_text(encoding="utf-8"))
-        assert listed[name].output_schema == published
+        assert listed[name].output_schema == inlined(published)
+
+
+def _trace_results() -> dict[str, list[dict[str, Any]]]:
+    """The recorded results of the trace gallery, by MCP tool name."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted((REPO / "traces").glob("*.json")):
+        for step in json.loads(path.read_text(encoding="utf-8"))["steps"]:
+            found.setdefault("osbp_" + step["tool"].replace(".", "_"), []).append(step["result"])
+    return found
+
+
+def test_an_inlined_output_schema_accepts_and_refuses_exactly_what_the_published_one_does():
+    """Platform choice: hosts get each result schema with its $defs inlined (no $ref to resolve at every
+    slot); it is the published schema's meaning: the gallery's real results pass both, and the same
+    results broken (an unknown member, a missing one, a wrong type) fail both."""
+    from jsonschema import Draft202012Validator
+
+    results = _trace_results()
+    assert set(results) >= {"osbp_availability_find", "osbp_booking_create", "osbp_service_describe"}
+    for dotted in TOOLS:
+        name = "osbp_" + dotted.replace(".", "_")
+        published = {"type": "object", **tool_result_schema(dotted)}
+        flat = inlined(published)
+        assert "$ref" not in json.dumps(flat)
+        checks = (Draft202012Validator(published), Draft202012Validator(flat))
+        for result in results.get(name, []):
+            broken = [
+                {**result, "unexpected": True},
+                {key: value for key, value in result.items() if key != "ok"},
+                {**result, "ok": "yes"},
+            ]
+            if isinstance(result.get("value"), list) and result["value"]:
+                broken.append({**result, "value": [{**result["value"][0], "unexpected": 1}]})
+            for instance in (result, *broken):
+                verdicts = [checker.is_valid(instance) for checker in checks]
+                assert verdicts[0] == verdicts[1], (name, instance)
+            assert all(checker.is_valid(result) for checker in checks), name
+            assert not any(checker.is_valid(broken[0]) for checker in checks), name
+
+
+def test_a_recursive_schema_is_refused_rather_than_inlined_forever():
+    """Platform choice: inlining is for the published (non-recursive) schemas only."""
+    recursive = {"$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}}}
+    with pytest.raises(ValueError, match="Node refers to itself"):
+        inlined({**recursive, "type": "object", "properties": {"head": {"$ref": "#/$defs/Node"}}})
