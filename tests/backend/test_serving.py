@@ -235,10 +235,10 @@ def test_a_proxy_outside_the_trusted_networks_is_not_believed():
     assert statuses == [200, 429]
 
 
-def _backend(*args: str, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[str]:
+def _backend(*args: str, pass_fds: tuple[int, ...] = (), stdin: int | None = None) -> subprocess.Popen[str]:
     command = [sys.executable, "-m", "osbp", "backend", "--db", ":memory:", *args]
     return subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=pass_fds
+        command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=pass_fds
     )
 
 
@@ -299,20 +299,7 @@ def test_a_descriptor_that_is_no_loopback_listening_tcp_socket_is_one_line_and_s
 def test_with_exit_with_stdin_closing_standard_input_stops_the_platform_gracefully():
     """Platform choice: `--exit-with-stdin` stops the platform once its stdin is closed (a parent that
     spawned it ends it so, or by dying), with uvicorn's graceful shutdown and exit status 0."""
-    command = [
-        sys.executable,
-        "-m",
-        "osbp",
-        "backend",
-        "--db",
-        ":memory:",
-        "--port",
-        "0",
-        "--exit-with-stdin",
-    ]
-    process = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    process = _backend("--port", "0", "--exit-with-stdin", stdin=subprocess.PIPE)
     try:
         assert process.stdout is not None
         assert process.stdin is not None
