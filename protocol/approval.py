@@ -10,7 +10,7 @@ Token rules:
 
 * unguessable (``secrets`` by default; the source is injectable), issued for 10 minutes on the injected
   clock and persisted in the shared state file beside the idempotency records, as its SHA-256 only
-  (:func:`~osbp.protocol.store.approval_token_hash`): the file never holds a token that could approve;
+  (:func:`~osbp.protocol.store.secret_hash`): the file never holds a token that could approve;
 * bound to the payload hash (:func:`~osbp.protocol.idempotency.booking_payload_hash`: the input without
   ``approval`` and ``verification_code``, so the idempotency_key is included) **and** to the SHA-256 of the
   summary text the user saw;
@@ -50,7 +50,7 @@ from osbp.protocol.money import fixed_amount, format_display
 from osbp.protocol.principal import subject_binding
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.state import StateBackend
-from osbp.protocol.store import approval_token_hash, duration_micros, to_micros
+from osbp.protocol.store import duration_micros, secret_hash, to_micros
 from osbp.protocol.timeutil import parse_duration_minutes, parse_wall_clock
 
 __all__ = [
@@ -284,7 +284,7 @@ class ApprovalGate:
                 row = db.execute(
                     "SELECT payload_hash, summary_hash, expires_at, spent_at FROM approvals"
                     " WHERE token_hash = ?",
-                    (approval_token_hash(inp.approval.token),),
+                    (secret_hash(inp.approval.token),),
                 ).fetchone()
                 if row is None or row[0] != payload_hash:
                     reason = "The approval token is not valid for this booking."
@@ -310,7 +310,7 @@ class ApprovalGate:
                 " (token_hash, payload_hash, summary_hash, issued_at, expires_at, offer_json)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (
-                    approval_token_hash(token),
+                    secret_hash(token),
                     payload_hash,
                     summary_hash,
                     now,
@@ -331,7 +331,7 @@ class ApprovalGate:
         with self._state.read() as db:
             row = db.execute(
                 "SELECT payload_hash, expires_at, spent_at, offer_json FROM approvals WHERE token_hash = ?",
-                (approval_token_hash(inp.approval.token),),
+                (secret_hash(inp.approval.token),),
             ).fetchone()
         if row is None or row[0] != subject_binding(booking_payload_hash(inp)) or row[2] is not None:
             return None
@@ -347,7 +347,7 @@ class ApprovalGate:
             db.execute(
                 "UPDATE approvals SET spent_at = ? WHERE spent_at IS NULL AND payload_hash ="
                 " (SELECT payload_hash FROM approvals WHERE token_hash = ?)",
-                (now, approval_token_hash(token)),
+                (now, secret_hash(token)),
             )
 
     async def aevaluate(

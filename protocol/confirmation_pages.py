@@ -2,9 +2,9 @@
 
 A page is issued for one booking.create: the caller's subject (its hash), the payload hash, the summary's
 hash and text, and an expiry (the approval TTL). It is reached at a URL carrying a single-use secret of
-256 random bits; the state store keeps only the secret's SHA-256 (:func:`page_hash`), as it keeps only
-approval token hashes, so a copy of the store cannot open or answer a page, and every replica on the
-store sees the same pages.
+256 random bits; the state store keeps only the secret's SHA-256
+(:func:`~osbp.protocol.store.secret_hash`, as for approval tokens), so a copy of the store cannot open or
+answer a page, and every replica on the store sees the same pages.
 
 A page goes ``pending`` → ``confirmed`` or ``declined`` (the user's answer on the page, once, before it
 expires) → ``used`` (the confirmed booking.create that redeemed it, once). Each step is one conditional
@@ -14,7 +14,6 @@ is kept only while the page can still be shown; an answered page keeps its hashe
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -22,7 +21,7 @@ from typing import Literal
 
 from osbp.protocol.clock import Clock
 from osbp.protocol.state import StateBackend, StateConnection
-from osbp.protocol.store import duration_micros, to_micros
+from osbp.protocol.store import duration_micros, secret_hash, to_micros
 
 __all__ = [
     "ConfirmationPages",
@@ -30,7 +29,6 @@ __all__ = [
     "PageAnswer",
     "PageView",
     "Redemption",
-    "page_hash",
 ]
 
 #: What a redemption finds: ``confirmed`` (and now used), or why the booking must not proceed.
@@ -45,11 +43,6 @@ _SELECT_REDEEM = (
     "SELECT subject_hash, payload_hash, summary_hash, state, expires_at FROM confirmation_pages "
     "WHERE page_hash = ?"
 )
-
-
-def page_hash(secret: str) -> str:
-    """What the store keeps of a page's secret: the hex SHA-256 of its UTF-8 bytes (256 random bits)."""
-    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +78,7 @@ class ConfirmationPages:
     ) -> IssuedPage:
         """A new pending page for ``summary``, bound to the subject and the payload."""
         secret = secrets.token_urlsafe(32)
-        key = page_hash(secret)
+        key = secret_hash(secret)
         now = self._now()
 
         def insert() -> None:
@@ -105,7 +98,7 @@ class ConfirmationPages:
 
         def read() -> PageView:
             with self._state.read() as db:
-                row = db.execute(_SELECT_VIEW, (page_hash(secret),)).fetchone()
+                row = db.execute(_SELECT_VIEW, (secret_hash(secret),)).fetchone()
             if row is None:
                 return PageView("", "", "unknown")
             summary, summary_hash, state, expires_at = row
@@ -116,7 +109,7 @@ class ConfirmationPages:
 
     async def answer(self, secret: str, confirm: bool, summary_hash: str) -> PageAnswer:
         """Record the user's answer on the page, once, before it expires, for the summary it showed."""
-        key = page_hash(secret)
+        key = secret_hash(secret)
         now = self._now()
         decided = "confirmed" if confirm else "declined"
 

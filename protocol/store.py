@@ -22,7 +22,7 @@ the one that met the lock changed nothing before it is run again.
 
 The file holds capabilities, so it is private: created ``0600`` (SQLite gives its ``-wal`` and ``-shm``
 files the same mode) in a directory created ``0700``, and it never holds an approval token in clear, only
-its :func:`approval_token_hash`. A file written before that rule is upgraded when opened.
+its :func:`secret_hash`. A file written before that rule is upgraded when opened.
 
 Where several MCP server replicas share the state, it lives on PostgreSQL instead
 (:mod:`osbp.protocol.store_postgres`); :func:`osbp.protocol.state.open_state_store` opens either from the
@@ -49,8 +49,8 @@ __all__ = [
     "DEFAULT_STATE_PATH",
     "SCHEMA",
     "StateStore",
-    "approval_token_hash",
     "duration_micros",
+    "secret_hash",
     "to_micros",
 ]
 
@@ -164,14 +164,15 @@ def duration_micros(delta: timedelta) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def approval_token_hash(token: str) -> str:
-    """What the state file keeps of an approval token: the hex SHA-256 of its UTF-8 bytes.
+def secret_hash(secret: str) -> str:
+    """What the state keeps of a secret (an approval token, a confirmation page's URL secret): the hex
+    SHA-256 of its UTF-8 bytes.
 
-    A plain hash is enough, no salt or slow KDF: tokens are 256 random bits, so there is no dictionary to
-    precompute and no search to slow down; the hash only has to be one-way, so a copy of the file (a
-    backup, another local user) cannot be replayed as approvals.
+    A plain hash is enough, no salt or slow KDF: the secrets are 256 random bits, so there is no dictionary
+    to precompute and no search to slow down; the hash only has to be one-way, so a copy of the state (a
+    backup, another local user) cannot be replayed as approvals or answers.
     """
-    return hashlib.sha256(token.encode()).hexdigest()
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def _create_private(path: Path) -> None:
@@ -358,7 +359,7 @@ def _hash_clear_tokens(connection: sqlite3.Connection) -> None:
         # Checked again under the write lock: another process may have upgraded the file meanwhile.
         if _keeps_clear_tokens(connection):
             connection.execute("ALTER TABLE approvals RENAME COLUMN token TO token_hash")
-            connection.create_function("osbp_token_hash", 1, approval_token_hash, deterministic=True)
+            connection.create_function("osbp_token_hash", 1, secret_hash, deterministic=True)
             connection.execute("UPDATE approvals SET token_hash = osbp_token_hash(token_hash)")
     except BaseException:
         connection.execute("ROLLBACK")

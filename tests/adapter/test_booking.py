@@ -27,7 +27,7 @@ from osbp.protocol.models import (
     PolicyExplainInput,
     VerificationSendInput,
 )
-from osbp.protocol.store import approval_token_hash
+from osbp.protocol.store import secret_hash
 from osbp.protocol.upstream import capture_upstream
 from tests.support.reference import (
     CLEANING,
@@ -519,7 +519,7 @@ async def test_token_is_spent_after_success(adapter: OsbpCore, state_path: Path)
     value_of(await adapter.create_booking(approved(inp, token)))
     with sqlite3.connect(state_path) as db:
         spent = db.execute(
-            "SELECT spent_at FROM approvals WHERE token_hash = ?", (approval_token_hash(token),)
+            "SELECT spent_at FROM approvals WHERE token_hash = ?", (secret_hash(token),)
         ).fetchone()
     assert spent is not None
     assert spent[0] is not None

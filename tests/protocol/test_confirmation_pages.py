@@ -12,8 +12,9 @@ import anyio
 import pytest
 
 from osbp.protocol.clock import FixedClock
-from osbp.protocol.confirmation_pages import ConfirmationPages, page_hash
+from osbp.protocol.confirmation_pages import ConfirmationPages
 from osbp.protocol.state import StateBackend, open_state_store
+from osbp.protocol.store import secret_hash
 from tests.support.state import stored_text
 
 pytestmark = pytest.mark.anyio
@@ -107,7 +108,7 @@ async def test_the_store_keeps_the_secrets_hash_never_the_secret_and_drops_an_an
 ) -> None:
     """Platform choice (URL mode): a copy of the state cannot open or answer a page."""
     issued = await pages.issue(SUBJECT, PAYLOAD, SUMMARY, "Book it.")
-    assert issued.key == page_hash(issued.secret)
+    assert issued.key == secret_hash(issued.secret)
     held = stored_text(state_location)
     assert issued.key in held
     assert issued.secret not in held

@@ -21,7 +21,7 @@ from osbp.protocol.clock import FixedClock
 from osbp.protocol.idempotency import booking_payload_hash
 from osbp.protocol.models import BookingCreateInput, Problem
 from osbp.protocol.state import open_state_store
-from osbp.protocol.store import StateStore, approval_token_hash, duration_micros, to_micros
+from osbp.protocol.store import StateStore, duration_micros, secret_hash, to_micros
 from tests.support.processes import spawn_together
 from tests.support.state import stored_text
 
@@ -177,7 +177,7 @@ def test_the_state_file_never_holds_an_issued_token_only_its_hash(tmp_path: Path
         gate.mark_spent(token)
         assert path.with_name(path.name + "-wal").stat().st_size > 0
         stored = on_disk(path)
-    assert approval_token_hash(token).encode() in stored  # the bytes checked are the live ones
+    assert secret_hash(token).encode() in stored  # the bytes checked are the live ones
     assert token.encode() not in stored
 
 
@@ -188,7 +188,7 @@ def test_the_state_database_never_holds_an_issued_token_only_its_hash(postgres_u
     assert gate.evaluate(approved(token), "Book it.") == Approved(token)
     gate.mark_spent(token)
     stored = stored_text(postgres_url)
-    assert approval_token_hash(token) in stored
+    assert secret_hash(token) in stored
     assert token not in stored
 
 
@@ -254,7 +254,7 @@ def test_an_old_state_file_is_upgraded_and_its_pending_tokens_still_approve(tmp_
         columns = [row[1] for row in db.execute("PRAGMA table_info(approvals)")]
         hashes = {row[0] for row in db.execute("SELECT token_hash FROM approvals")}
     assert "token" not in columns
-    assert hashes == {approval_token_hash(pending), approval_token_hash(spent)}
+    assert hashes == {secret_hash(pending), secret_hash(spent)}
     stored = on_disk(path)
     assert pending.encode() not in stored
     assert spent.encode() not in stored
