@@ -184,14 +184,17 @@ def inlined(schema: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(node, dict):
             return node
         reference = node.get("$ref")
-        if isinstance(reference, str) and reference.startswith("#/$defs/") and len(node) == 1:
-            name = reference.removeprefix("#/$defs/")
-            if name in seen:
-                raise ValueError(f"{name} refers to itself: a recursive schema cannot be inlined")
-            return inline(definitions[name], (*seen, name))
-        return {key: inline(value, seen) for key, value in node.items() if key != "$defs"}
+        if not (isinstance(reference, str) and reference.startswith("#/$defs/")):
+            return {key: inline(value, seen) for key, value in node.items()}
+        name = reference.removeprefix("#/$defs/")
+        if name in seen:
+            raise ValueError(f"{name} refers to itself: a recursive schema cannot be inlined")
+        target = inline(definitions[name], (*seen, name))
+        siblings = {key: inline(value, seen) for key, value in node.items() if key != "$ref"}
+        # A $ref beside other keywords applies both (JSON Schema 2020-12, section 8.2.3.1): allOf says so.
+        return {**siblings, "allOf": [target]} if siblings else target
 
-    result: dict[str, Any] = inline(schema, ())
+    result: dict[str, Any] = inline({key: value for key, value in schema.items() if key != "$defs"}, ())
     return result
 
 

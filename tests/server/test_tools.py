@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs installed
 from mcp import Client
 
 from osbp.protocol.schemas import tool_input_schema, tool_result_schema
@@ -154,8 +155,6 @@ def test_an_inlined_output_schema_accepts_and_refuses_exactly_what_the_published
     """Platform choice: hosts get each result schema with its $defs inlined (no $ref to resolve at every
     slot); it is the published schema's meaning: the gallery's real results pass both, and the same
     results broken (an unknown member, a missing one, a wrong type) fail both."""
-    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]  # no stubs installed
-
     results = _trace_results()
     assert set(results) >= {"osbp_availability_find", "osbp_booking_create", "osbp_service_describe"}
     for dotted in TOOLS:
@@ -177,6 +176,29 @@ def test_an_inlined_output_schema_accepts_and_refuses_exactly_what_the_published
                 assert verdicts[0] == verdicts[1], (name, instance)
             assert all(checker.is_valid(result) for checker in checks), name
             assert not any(checker.is_valid(broken[0]) for checker in checks), name
+
+
+def test_a_reference_beside_other_keywords_keeps_both_when_inlined():
+    """JSON Schema 2020-12 (a $ref beside other keywords applies them all): inlined, both still hold."""
+    schema = {
+        "$defs": {"Money": {"type": "object", "required": ["currency"]}},
+        "type": "object",
+        "properties": {"price": {"$ref": "#/$defs/Money", "description": "d", "maxProperties": 1}},
+    }
+    flat = inlined(schema)
+    assert flat["properties"]["price"] == {
+        "description": "d",
+        "maxProperties": 1,
+        "allOf": [{"type": "object", "required": ["currency"]}],
+    }
+    published, inlined_checker = Draft202012Validator(schema), Draft202012Validator(flat)
+    instances: tuple[dict[str, Any], ...] = (
+        {"price": {"currency": "USD"}},
+        {"price": {}},
+        {"price": {"currency": "USD", "x": 1}},
+    )
+    assert [published.is_valid(instance) for instance in instances] == [True, False, False]
+    assert [inlined_checker.is_valid(instance) for instance in instances] == [True, False, False]
 
 
 def test_a_recursive_schema_is_refused_rather_than_inlined_forever():
