@@ -293,8 +293,4 @@ def main(argv: Sequence[str]) -> int:
     finally:
         sock.close()
         app.state.runtime.db.dispose()
-        # What is left is the heap (FastAPI's, SQLAlchemy's and pydantic's long-lived objects): the
-        # interpreter's exit would garbage-collect it object by object, most of a stop's time, though the
-        # operating system frees it at once. Frozen objects are skipped; atexit and stream flushing run.
-        gc.freeze()
     return 0

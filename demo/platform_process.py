@@ -34,7 +34,7 @@ __all__ = ["PlatformProcess", "PlatformStartError", "supported"]
 HOST = "127.0.0.1"
 #: How long a start may take before the demo gives up (a busy machine's imports can take seconds).
 START_TIMEOUT_S = 60.0
-#: How long the platform has to stop after SIGTERM before it is killed.
+#: How long the platform has to stop once asked (its stdin closed, then SIGTERM) before the next step.
 STOP_TIMEOUT_S = 10.0
 
 
