@@ -67,7 +67,7 @@ def uvicorn_config(app: FastAPI, **overrides: Any) -> uvicorn.Config:
         "forwarded_allow_ips": trusted,
         "http": coalescing(abortable(problem_protocol(runtime.tokens.request_id))),
         "ws": "none",
-        "loop": "asyncio",
+        "loop": "auto",
     } | overrides
     return uvicorn.Config(app, **options)
 
