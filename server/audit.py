@@ -157,9 +157,8 @@ def record_mac(key: bytes, hash_hex: str) -> str:
     return hmac.new(key, hash_hex.encode("ascii"), hashlib.sha256).hexdigest()
 
 
-def _last_hash(fd: int) -> str:
-    """The ``hash`` of the last line of the open log (read backwards from the end), or the genesis hash."""
-    end = os.lseek(fd, 0, os.SEEK_END)
+def _last_hash(fd: int, end: int) -> str:
+    """The ``hash`` of the last line of the open log ending at ``end`` (read backwards), or the genesis hash."""
     if end == 0:
         return GENESIS_HASH
     tail = b""
@@ -207,6 +206,9 @@ class AuditLog:
         self._timer: threading.Timer | None = None
         #: A group fsync that failed in the timer's thread: raised by the next append.
         self._sync_error: OSError | None = None
+        #: Where our last line ended and its hash: while the file still ends there, no other process has
+        #: appended since, and that hash is the chain's last (no need to read it back and parse it).
+        self._tail: tuple[int, str] | None = None
 
     def open(self) -> None:
         """Create and open the log now (so a bad path fails at start-up, not on the first call)."""
@@ -293,12 +295,19 @@ class AuditLog:
             except BlockingIOError:
                 return None  # another process is appending
             try:
-                _terminate_torn_tail(fd)
-                wire = self._link(snapshot, _last_hash(fd))
+                end = os.lseek(fd, 0, os.SEEK_END)
+                tail, self._tail = self._tail, None
+                if tail is not None and tail[0] == end:
+                    prev_hash = tail[1]
+                else:
+                    end = _terminate_torn_tail(fd, end)
+                    prev_hash = _last_hash(fd, end)
+                wire = self._link(snapshot, prev_hash)
                 # The very dict that was hashed is written, so verification sees exactly what was hashed.
                 text = json.dumps(wire, ensure_ascii=False, separators=(",", ":"))
-                line = text.translate(_LINE_BREAKS) + "\n"
-                _write_all(fd, line.encode("utf-8"))
+                data = (text.translate(_LINE_BREAKS) + "\n").encode("utf-8")
+                _write_all(fd, data)
+                self._tail = (end + len(data), wire["hash"])
                 self._unsynced += 1
                 if durable or self._unsynced >= self._sync_every:
                     self._sync(fd)
@@ -371,13 +380,18 @@ class AuditLog:
                     self._timer = None
                 os.close(self._fd)
                 self._fd = None
+                self._tail = None
 
 
-def _terminate_torn_tail(fd: int) -> None:
-    """End a last line cut off mid-write (a crash) with a newline, so the next record starts its own."""
-    end = os.lseek(fd, 0, os.SEEK_END)
+def _terminate_torn_tail(fd: int, end: int) -> int:
+    """End a last line cut off mid-write (a crash) with a newline, so the next record starts its own.
+
+    Returns where the file now ends.
+    """
     if end and os.pread(fd, 1, end - 1) != b"\n":
         _write_all(fd, b"\n")
+        return end + 1
+    return end
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -214,6 +214,25 @@ def test_several_processes_appending_keep_one_valid_chain(tmp_path):
     assert len({record["id"] for record in lines(path)}) == 160
 
 
+def test_an_append_links_to_another_writers_line_written_since_its_own(tmp_path):
+    """Platform choice: a log remembers where its own last line ended only as a shortcut; once another
+    writer has appended after it, the next record links to that writer's line, not to its own."""
+    path = tmp_path / "events.jsonl"
+    first, second = AuditLog(path), AuditLog(path)
+    first.append(draft(1))
+    first.append(draft(2))  # follows its own line
+    second.append(draft(3))
+    first.append(draft(4))  # the file no longer ends where its own last line did
+    second.append(draft(5))
+    first.close()
+    second.close()
+    records = lines(path)
+    assert [record["id"] for record in records] == [f"aud_000{n}" for n in range(1, 6)]
+    assert [record["prev_hash"] for record in records[1:]] == [record["hash"] for record in records[:-1]]
+    report = verify_chain(path)
+    assert (report.ok, report.lines) == (True, 5)
+
+
 # --- Durability: effects fsynced before the answer, reads in groups -------------------------------------
 
 
