@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import Any
 
+from sqlalchemy import Select, Table, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from osbp.backend import idempotency, webhook_events
 from osbp.backend.availability import check_bookable, eligible
@@ -58,6 +59,36 @@ __all__ = [
     "native_status",
     "set_status",
 ]
+
+
+#: The create's statements, built once (SQLAlchemy Core, values bound per call): each is one round trip,
+#: without the unit of work, and compiled once per database.
+_APPOINTMENTS: Table = Appointment.__table__  # type: ignore[attr-defined]
+_CUSTOMERS: Table = Customer.__table__  # type: ignore[attr-defined]
+_INSERT_APPOINTMENT = insert(_APPOINTMENTS)
+_INSERT_CUSTOMER = insert(_CUSTOMERS)
+_CUSTOMER_FIELDS = ("display_name", "given_name", "family_name", "phone", "email")
+_UPDATE_CUSTOMER = (
+    update(_CUSTOMERS)
+    .where(_CUSTOMERS.c.id == bindparam("customer_id"))
+    .values({name: bindparam(name) for name in _CUSTOMER_FIELDS})
+)
+
+
+def _customer_by(column: str) -> Select[Any]:
+    """The organization's first customer with ``column`` equal to ``:contact``: id, phone, email."""
+    return (
+        select(_CUSTOMERS.c.id, _CUSTOMERS.c.phone, _CUSTOMERS.c.email)
+        .where(
+            _CUSTOMERS.c.organization_id == bindparam("organization_id"),
+            _CUSTOMERS.c[column] == bindparam("contact"),
+        )
+        .limit(1)
+    )
+
+
+_CUSTOMER_BY_PHONE = _customer_by("phone")
+_CUSTOMER_BY_EMAIL = _customer_by("email")
 
 
 @dataclass(frozen=True)
@@ -181,41 +212,44 @@ def _create_locked(
         start=time.fromisoformat(request.time),
         now=now,
     )
-    customer = _customer(session, organization_id, request, phone, email, tokens)
-    appointment = Appointment(
-        id=tokens.hex_id("apt"),
-        organization_id=organization_id,
-        service_id=service.id,
-        location_id=location.id,
-        provider_id=provider.id,
-        customer_id=customer.id,
-        customer_display_name=request.customer.display_name,
-        customer_given_name=request.customer.given_name,
-        customer_family_name=request.customer.family_name,
-        customer_phone=phone,
-        customer_email=email,
-        local_date=opening.local_start.date().isoformat(),
-        local_time=opening.local_start.strftime("%H:%M"),
-        end_date=opening.local_end.date().isoformat(),
-        end_time=opening.local_end.strftime("%H:%M"),
-        time_zone=location.time_zone,
-        duration_minutes=service.duration_minutes,
-        price_kind=service.price_kind,
-        price_amount=service.price_amount if service.price_kind == "fixed" else None,
-        currency=service.currency,
-        starts_utc=opening.start_utc,
-        ends_utc=opening.end_utc,
-        status="pending" if service.requires_consultation else "confirmed",
-        exclusive=not organization.parallel_bookings,
-        verified_by=challenge.channel if challenge is not None else None,
-        client_metadata=dict(request.metadata),
-        created_utc=int(now.timestamp()),
-    )
-    session.add(appointment)
+    customer_id = _customer(session, organization_id, request, phone, email, tokens)
+    fields: dict[str, Any] = {
+        "id": tokens.hex_id("apt"),
+        "organization_id": organization_id,
+        "service_id": service.id,
+        "location_id": location.id,
+        "provider_id": provider.id,
+        "customer_id": customer_id,
+        "customer_display_name": request.customer.display_name,
+        "customer_given_name": request.customer.given_name,
+        "customer_family_name": request.customer.family_name,
+        "customer_phone": phone,
+        "customer_email": email,
+        "local_date": opening.local_start.date().isoformat(),
+        "local_time": opening.local_start.strftime("%H:%M"),
+        "end_date": opening.local_end.date().isoformat(),
+        "end_time": opening.local_end.strftime("%H:%M"),
+        "time_zone": location.time_zone,
+        "duration_minutes": service.duration_minutes,
+        "price_kind": service.price_kind,
+        "price_amount": service.price_amount if service.price_kind == "fixed" else None,
+        "currency": service.currency,
+        "starts_utc": opening.start_utc,
+        "ends_utc": opening.end_utc,
+        "status": "pending" if service.requires_consultation else "confirmed",
+        "exclusive": not organization.parallel_bookings,
+        "verified_by": challenge.channel if challenge is not None else None,
+        "client_metadata": dict(request.metadata),
+        "created_utc": int(now.timestamp()),
+    }
     if challenge is not None:
         challenge.state = "consumed"
         session.add(challenge)
-    session.flush()
+    # One INSERT statement, not the unit of work: the row is written (and the unique index and, on
+    # PostgreSQL, the exclusion constraint checked) right here; only a consumed challenge waits for the
+    # commit's flush.
+    session.connection().execute(_INSERT_APPOINTMENT, fields)
+    appointment = Appointment(**fields)  # the document's source, never added to the session
     return appointment_out(appointment, service, now)
 
 
@@ -268,23 +302,26 @@ def _customer(
     phone: str | None,
     email: str | None,
     tokens: TokenSource,
-) -> Customer:
-    """Find the customer by phone, then email; create one if new; keep the latest names."""
-    customer = None
-    for column, value in ((Customer.phone, phone), (Customer.email, email)):
-        if value is not None and customer is None:
-            customer = session.exec(
-                select(Customer).where(Customer.organization_id == organization_id, col(column) == value)
-            ).first()
-    if customer is None:
-        customer = Customer(id=tokens.hex_id("cus"), organization_id=organization_id, display_name="")
-    customer.display_name = request.customer.display_name
-    customer.given_name = request.customer.given_name
-    customer.family_name = request.customer.family_name
-    customer.phone = phone or customer.phone
-    customer.email = email or customer.email
-    session.add(customer)
-    return customer
+) -> str:
+    """The id of the customer found by phone, then email (created if new), now with the latest names."""
+    connection = session.connection()
+    found = None
+    for query, value in ((_CUSTOMER_BY_PHONE, phone), (_CUSTOMER_BY_EMAIL, email)):
+        if value is not None and found is None:
+            found = connection.execute(query, {"organization_id": organization_id, "contact": value}).first()
+    names = {
+        "display_name": request.customer.display_name,
+        "given_name": request.customer.given_name,
+        "family_name": request.customer.family_name,
+    }
+    if found is None:
+        customer_id = tokens.hex_id("cus")
+        values = {"id": customer_id, "organization_id": organization_id, "phone": phone, "email": email}
+        connection.execute(_INSERT_CUSTOMER, values | names)
+        return customer_id
+    contacts = {"phone": phone or found.phone, "email": email or found.email}
+    connection.execute(_UPDATE_CUSTOMER, {"customer_id": found.id} | names | contacts)
+    return str(found.id)
 
 
 def appointment_out(appointment: Appointment, service: Service, now: datetime) -> AppointmentOut:

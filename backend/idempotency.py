@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import Table, bindparam, delete, insert, select
 from sqlmodel import Session
 
 from osbp.backend.models import IdempotencyRecord
@@ -27,6 +28,18 @@ from osbp.backend.problems import ProblemError
 __all__ = ["RETENTION_SECONDS", "Replay", "fingerprint", "lookup", "parse_key", "store"]
 
 RETENTION_SECONDS = 24 * 3600
+
+#: One key's row, read and written with statements built once (SQLAlchemy Core, values bound per call).
+_RECORDS: Table = IdempotencyRecord.__table__  # type: ignore[attr-defined]
+_THE_KEY = (
+    _RECORDS.c.organization_id == bindparam("organization_id"),
+    _RECORDS.c.key == bindparam("key"),
+)
+_LOOKUP = select(
+    *(_RECORDS.c[name] for name in ("created_utc", "state", "fingerprint", "status_code", "response_body"))
+).where(*_THE_KEY)
+_FORGET = delete(_RECORDS).where(*_THE_KEY)
+_STORE = insert(_RECORDS)
 
 
 @dataclass(frozen=True)
@@ -65,13 +78,14 @@ def lookup(session: Session, *, organization_id: str, key: str, digest: str, now
     Runs inside the create's own write transaction. An expired record or an ``in_flight`` leftover (from a
     platform version that claimed keys in a separate transaction) is deleted: its create never committed.
     """
-    record = session.get(IdempotencyRecord, (organization_id, key))
+    connection = session.connection()
+    record_key = {"organization_id": organization_id, "key": key}
+    record = connection.execute(_LOOKUP, record_key).first()
     epoch = int(now.timestamp())
     if record is not None and (
         record.created_utc <= epoch - RETENTION_SECONDS or record.state != "completed"
     ):
-        session.delete(record)
-        session.flush()
+        connection.execute(_FORGET, record_key)
         record = None
     if record is None:
         return None
@@ -93,14 +107,13 @@ def store(
     body: dict[str, Any],
 ) -> None:
     """Record the completed response for replay, in the transaction that created the appointment."""
-    session.add(
-        IdempotencyRecord(
-            organization_id=organization_id,
-            key=key,
-            fingerprint=digest,
-            state="completed",
-            created_utc=int(now.timestamp()),
-            status_code=status_code,
-            response_body=json.dumps(body, separators=(",", ":")),
-        )
-    )
+    record = {
+        "organization_id": organization_id,
+        "key": key,
+        "fingerprint": digest,
+        "state": "completed",
+        "created_utc": int(now.timestamp()),
+        "status_code": status_code,
+        "response_body": json.dumps(body, separators=(",", ":")),
+    }
+    session.connection().execute(_STORE, record)

@@ -15,7 +15,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from sqlmodel import Session, select
+from sqlalchemy import Table, bindparam, select
+from sqlmodel import Session
 
 from osbp.backend.db import EVENTS_QUEUED
 from osbp.backend.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
@@ -35,6 +36,12 @@ EVENT_TYPES: tuple[EventType, ...] = (
 )
 Actor = Literal["customer", "merchant"]
 
+_ENDPOINTS: Table = WebhookEndpoint.__table__  # type: ignore[attr-defined]
+#: An organization's subscriptions (built once; the organization bound per call).
+_SUBSCRIPTIONS = select(_ENDPOINTS.c.id, _ENDPOINTS.c.event_types).where(
+    _ENDPOINTS.c.organization_id == bindparam("organization_id")
+)
+
 
 def status_event_type(target: str) -> EventType:
     """The event a status change emits: a cancellation is `appointment.cancelled`, others status_changed."""
@@ -52,10 +59,11 @@ def record(
     **extra: Any,
 ) -> str | None:
     """Queue the event for every endpoint of the organization subscribed to it; its id, or None if none is."""
-    endpoints = session.exec(
-        select(WebhookEndpoint).where(WebhookEndpoint.organization_id == appointment.organization_id)
-    ).all()
-    targets = [endpoint for endpoint in endpoints if event_type in endpoint.event_types]
+    # Most changes have no listener: the subscriptions are read as two columns, not as endpoint objects.
+    subscriptions = session.connection().execute(
+        _SUBSCRIPTIONS, {"organization_id": appointment.organization_id}
+    )
+    targets = [endpoint_id for endpoint_id, event_types in subscriptions if event_type in event_types]
     if not targets:
         return None
     data = {"appointment": appointment.model_dump(mode="json", by_alias=True), "actor": actor, **extra}
@@ -72,12 +80,12 @@ def record(
     session.add(event)
     session.flush()  # assigns `seq`, the order deliveries of one appointment keep
     assert event.seq is not None
-    for endpoint in targets:
+    for endpoint_id in targets:
         session.add(
             WebhookDelivery(
                 id=tokens.hex_id("dlv"),
                 organization_id=appointment.organization_id,
-                endpoint_id=endpoint.id,
+                endpoint_id=endpoint_id,
                 event_seq=event.seq,
                 appointment_id=appointment.id,
                 next_attempt_utc=now.timestamp(),
