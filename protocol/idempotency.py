@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 from pathlib import Path
 
 import anyio.to_thread
@@ -157,7 +158,13 @@ def _start_ticks(pid: int) -> str | None:
 
 def lease_owner() -> str:
     """This process as a lease owner: host, pid and the pid's start time."""
-    pid = os.getpid()
+    return _owner(os.getpid())
+
+
+@lru_cache(maxsize=1)
+def _owner(pid: int) -> str:
+    # Made once per process (keyed by pid, so a forked child makes its own): the start time is read from
+    # /proc, which every claim would otherwise do again.
     return f"{socket.gethostname()}|{pid}|{_start_ticks(pid) or '-'}"
 
 
