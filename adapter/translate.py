@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 from typing import get_args
 
 from osbp.adapter.native import (
@@ -135,6 +136,12 @@ def operating_hours(hours: list[NativeHours]) -> list[OperatingHours]:
     return sorted(translated, key=lambda h: (h.day, h.open))
 
 
+# A day's slots repeat the same few starts and zones, call after call: the two pure conversions below
+# are remembered (bounded) rather than parsed and formatted again for every slot.
+_CONVERSIONS_KEPT = 4096
+
+
+@lru_cache(maxsize=_CONVERSIONS_KEPT)
 def wall_clock(date: str, time: str) -> str:
     """Native ``date`` + ``time`` as an OSBP merchant wall-clock string (``2026-05-05T09:00:00``)."""
     combined = combine_wall_clock(date, time)
@@ -143,6 +150,7 @@ def wall_clock(date: str, time: str) -> str:
     return combined
 
 
+@lru_cache(maxsize=_CONVERSIONS_KEPT)
 def _instants(start_local: str, minutes: int, timezone: str | None) -> tuple[str | None, str | None]:
     if timezone is None:  # unknown zone: leave the instants absent rather than guess
         return None, None
