@@ -158,7 +158,7 @@ def record_mac(key: bytes, hash_hex: str) -> str:
 
 
 def _last_hash(fd: int, end: int) -> str:
-    """The ``hash`` of the last line of the open log ending at ``end`` (read backwards), or the genesis hash."""
+    """The ``hash`` of the last line of the log (ending at ``end``, read backwards), or the genesis hash."""
     if end == 0:
         return GENESIS_HASH
     tail = b""
