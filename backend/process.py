@@ -6,7 +6,10 @@ so the client's own work and the platform's queue behind each other and both loo
 `PlatformProcess` starts `python -m osbp backend` with the given settings (passed as `OSBP_BACKEND_*`
 environment variables, always on an ephemeral loopback port), reads its one `ready` line for the base
 URL, and terminates it on exit. Inherited `OSBP_BACKEND_*` variables are dropped: the process runs with
-exactly the settings given. Nothing here imports the platform itself.
+exactly the settings given. The platform's standard input is a pipe from this process and it runs with
+`exit_with_stdin`, so it never outlives its parent: a benchmark killed outright (SIGKILL, or a SIGTERM
+that skips the `with` block's exit) closes the pipe, and the platform stops by itself instead of holding
+its port and memory. Nothing here imports the platform itself.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ class PlatformProcess:
 
     def __init__(self, **settings: Any) -> None:
         # Field names of BackendSettings; the port is always ephemeral, the log quiet unless asked.
-        self.settings = {"log_level": "WARNING"} | settings | {"port": 0}
+        self.settings = {"log_level": "WARNING", "exit_with_stdin": True} | settings | {"port": 0}
         self._process: subprocess.Popen[str] | None = None
         self.base_url = ""
 
@@ -58,7 +61,12 @@ class PlatformProcess:
                 env[f"OSBP_BACKEND_{name.upper()}"] = _env_value(value)
         command = [sys.executable, "-m", "osbp", "backend"]
         self._process = subprocess.Popen(  # noqa: S603  our own interpreter running our own `osbp backend`
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
         )
         assert self._process.stdout is not None
         try:
@@ -76,6 +84,8 @@ class PlatformProcess:
         process, self._process = self._process, None
         if process is None:
             return
+        if process.stdin is not None:
+            process.stdin.close()
         process.terminate()
         try:
             process.wait(timeout=30)

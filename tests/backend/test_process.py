@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx2
 import pytest
@@ -40,3 +44,43 @@ def test_platform_process_runs_with_exactly_the_given_settings(monkeypatch):
         testing = client.get("/_testing/clock", headers={"X-Forwarded-For": "192.0.2.1"})
     assert (first.status_code, second.status_code) == (200, 200)
     assert testing.status_code == 404
+
+
+_PARENT = """
+import sys, time
+from datetime import UTC, datetime
+from osbp.backend.process import PlatformProcess
+platform = PlatformProcess(db=":memory:", now=datetime(2030, 5, 1, 12, tzinfo=UTC)).start()
+print(platform.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.integration
+def test_the_platform_process_stops_when_its_parent_is_killed_outright():
+    """Platform choice: a benchmark killed with SIGKILL leaves no platform behind holding its port."""
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        platform_pid = int(parent.stdout.readline())
+        os.kill(platform_pid, 0)  # running
+    finally:
+        parent.kill()
+        parent.wait(timeout=30)
+        if parent.stdout is not None:
+            parent.stdout.close()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if not _running(platform_pid):
+            break
+        time.sleep(0.05)
+    assert not _running(platform_pid)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie awaiting its reaper counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
