@@ -1,6 +1,7 @@
 """The one place the adapter speaks HTTP: :meth:`Upstream.fetch` (the spec's ``upstreamFetch``).
 
-Every request to the platform goes through one reused ``httpx2.AsyncClient`` (keep-alive) and carries:
+Every request to the platform goes through one reused ``httpx2.AsyncClient`` (keep-alive; for a plain
+``http://`` platform on the lean HTTP/1.1 transport of :mod:`osbp.adapter.http11`) and carries:
 
 * the native version pin (``Bookwell-Version: 2026-04-01``), never relying on the platform's default;
 * the self-declared caller identity: ``User-Agent: OSBP/0.1.0 osbp-bookwell-adapter/0.1.0 python/3.11``
@@ -40,6 +41,7 @@ import anyio
 import httpx2
 
 from osbp import OSBP_VERSION, __version__
+from osbp.adapter.http11 import Http11Transport
 from osbp.adapter.retry import RETRIED_STATUSES, RetryPolicy, retry_after_seconds
 from osbp.adapter.settings import AdapterSettings
 from osbp.protocol.contact_shapes import is_contact_shaped
@@ -200,6 +202,8 @@ class Upstream:
         #: Parsed URLs by target: httpx parses and validates every URL character by character, which is
         #: a quarter of a request's client-side cost; a loop asks for the same few targets again and again.
         self._urls: dict[tuple[str, tuple[tuple[str, str], ...]], httpx2.URL] = {}
+        if transport is None and httpx2.URL(self._base_url).scheme == "http":
+            transport = Http11Transport()  # a plain-http platform (the synthetic one on loopback)
         self._client = httpx2.AsyncClient(
             base_url=self._base_url,
             headers=headers,

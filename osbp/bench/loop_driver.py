@@ -159,11 +159,24 @@ def _child_pid(command_part: str) -> int:
     raise RuntimeError(f"no child process running {command_part!r}")
 
 
+def _default_transport() -> httpx2.AsyncBaseTransport:
+    """The transport the checkout's adapter uses on its own for an ``http://`` platform.
+
+    ``osbp.adapter.http11`` where the checkout has it (an older one, such as a baseline, has not), else
+    httpx2's default: each checkout is measured with the transport it ships.
+    """
+    try:
+        from osbp.adapter.http11 import Http11Transport  # absent from older checkouts
+    except ImportError:
+        return httpx2.AsyncHTTPTransport()
+    return Http11Transport()
+
+
 class CountingTransport(httpx2.AsyncBaseTransport):
     """The adapter's own transport, counting every request it sends to the platform."""
 
     def __init__(self) -> None:
-        self._inner = httpx2.AsyncHTTPTransport()
+        self._inner = _default_transport()
         self.requests = 0
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
