@@ -7,12 +7,12 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 import httpx2
 import pytest
 
 from osbp.backend.process import PlatformProcess
+from tests.support.processes import alive
 
 NOW = datetime(2030, 5, 1, 12, tzinfo=UTC)
 
@@ -50,6 +50,7 @@ _PARENT = """
 import sys, time
 from datetime import UTC, datetime
 from osbp.backend.process import PlatformProcess
+from tests.support.processes import alive
 platform = PlatformProcess(db=":memory:", now=datetime(2030, 5, 1, 12, tzinfo=UTC)).start()
 print(platform.pid, flush=True)
 time.sleep(600)
@@ -71,16 +72,7 @@ def test_the_platform_process_stops_when_its_parent_is_killed_outright():
             parent.stdout.close()
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        if not _running(platform_pid):
+        if not alive(platform_pid):
             break
         time.sleep(0.05)
-    assert not _running(platform_pid)
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie awaiting its reaper counts as gone)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    assert not alive(platform_pid)

@@ -11,6 +11,7 @@ import pytest
 
 from osbp.demo.cli import main
 from tests.support.paths import REPO
+from tests.support.processes import alive
 
 NOW = "2030-05-06T13:00:00Z"
 
@@ -193,21 +194,12 @@ def test_the_demos_platform_process_ends_with_the_demo_even_when_it_is_killed(tm
         demo.kill()
         demo.wait(timeout=30)
         deadline = time.monotonic() + 30
-        while _alive(platform_pid) and time.monotonic() < deadline:
+        while alive(platform_pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(platform_pid)
+        assert not alive(platform_pid)
     finally:
         if demo.poll() is None:
             demo.kill()
             demo.wait(timeout=30)
         if demo.stdout is not None:
             demo.stdout.close()
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` is still a running process (a zombie, exited but not yet reaped, is not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state != "Z"

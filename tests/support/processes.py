@@ -1,10 +1,11 @@
-"""Helpers that start processes together (cross-process races on one state file)."""
+"""Process helpers: start processes together (cross-process races on one state file), tell a live one."""
 
 from __future__ import annotations
 
 import multiprocessing
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -22,3 +23,12 @@ def spawn_together(target: Callable[[str, Any, Any], None], path: str, count: in
         process.join(30)
         assert process.exitcode == 0
     return Counter(outcomes)
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is still a running process (a zombie, exited but not yet reaped, is not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
