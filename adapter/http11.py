@@ -37,7 +37,7 @@ __all__ = ["Http11Transport"]
 #: Idle connections kept per origin (more only while requests run concurrently).
 MAX_IDLE = 16
 _READ_SIZE = 64 * 1024
-_NOT_SENT = (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+_BROKEN = (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
 class _Connection:
@@ -136,7 +136,7 @@ class Http11Transport(httpx2.AsyncBaseTransport):
                 await connection.stream.send(data)
         except TimeoutError as error:
             raise httpx2.WriteTimeout("the request could not be sent in time", request=request) from error
-        except _NOT_SENT as error:
+        except _BROKEN as error:
             raise httpx2.WriteError(f"the request could not be sent: {error!r}", request=request) from error
         try:
             with anyio.fail_after(timeouts.get("read")):
@@ -177,7 +177,7 @@ async def _response(connection: _Connection, request: httpx2.Request) -> httpx2.
                 data = await connection.stream.receive(_READ_SIZE)
             except anyio.EndOfStream:
                 data = b""
-            except _NOT_SENT as error:
+            except _BROKEN as error:
                 raise httpx2.ReadError(
                     f"the response could not be read: {error!r}", request=request
                 ) from error

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import random
-import ssl
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -58,7 +57,6 @@ __all__ = [
     "UpstreamResponse",
     "UpstreamUnavailable",
     "capture_meta",
-    "platform_tls",
     "redact_segment",
     "user_agent",
 ]
@@ -154,19 +152,6 @@ UpstreamOutcome = UpstreamResponse | UpstreamUnavailable
 URL_CACHE_SIZE = 256
 
 
-def platform_tls(base_url: str) -> ssl.SSLContext | bool:
-    """How the platform client verifies TLS.
-
-    An ``https://`` platform is verified against the trusted certificate authorities (True: httpx2's
-    default). Loading them costs about 50 ms at start-up, so an ``http://`` platform (the synthetic one
-    on loopback), which never speaks TLS and whose redirects are not followed, gets a context that trusts
-    no authority at all: free to build, and any TLS connection made with it fails closed.
-    """
-    if httpx2.URL(base_url).scheme == "https":
-        return True
-    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-
 class Upstream:
     """The single HTTP helper: one keep-alive client, pinned, identified, captured."""
 
@@ -203,7 +188,10 @@ class Upstream:
         #: a quarter of a request's client-side cost; a loop asks for the same few targets again and again.
         self._urls: dict[tuple[str, tuple[tuple[str, str], ...]], httpx2.URL] = {}
         if transport is None and httpx2.URL(self._base_url).scheme == "http":
-            transport = Http11Transport()  # a plain-http platform (the synthetic one on loopback)
+            # A plain-http platform (the synthetic one on loopback). With a transport of its own the client
+            # builds no TLS context, so no CA bundle (about 50 ms) is loaded for a platform that has no TLS;
+            # an https platform gets httpx2's default transport, verified against the trusted authorities.
+            transport = Http11Transport()
         self._client = httpx2.AsyncClient(
             base_url=self._base_url,
             headers=headers,
@@ -211,7 +199,6 @@ class Upstream:
             transport=transport,
             # Proxies and netrc from the environment must not silently reroute platform traffic.
             trust_env=False,
-            verify=platform_tls(settings.platform_base_url),
         )
 
     async def fetch(

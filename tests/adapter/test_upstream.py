@@ -29,7 +29,6 @@ from osbp.adapter.upstream import (
     Upstream,
     UpstreamResponse,
     UpstreamUnavailable,
-    platform_tls,
     redact_segment,
     user_agent,
 )
@@ -502,14 +501,19 @@ async def test_availability_find_audits_the_availability_response_even_when_it_a
     assert (capture.last.deprecation, capture.last.sunset) == ("@1781308800", "Fri, 01 Oct 2032 00:00:00 GMT")
 
 
-def test_an_https_platform_is_verified_against_the_trusted_authorities() -> None:
-    assert platform_tls("https://platform.example/api") is True
-
-
-def test_an_http_platform_gets_a_tls_context_that_trusts_no_one() -> None:
-    """Platform choice: no CA bundle is loaded for a plain-HTTP platform, and TLS with it fails closed."""
-    context = platform_tls("http://127.0.0.1:8400")
-    assert isinstance(context, ssl.SSLContext)
-    assert context.verify_mode is ssl.CERT_REQUIRED
-    assert context.check_hostname is True
-    assert context.cert_store_stats()["x509_ca"] == 0
+async def test_an_https_platform_goes_through_httpx2s_verifying_transport_never_the_plain_one() -> None:
+    """Platform choice: only a plain-http platform gets the lean HTTP/1.1 transport; an https one keeps
+    httpx2's own, which verifies the certificate against the trusted authorities."""
+    settings = AdapterSettings(
+        platform_base_url="https://platform.example/api", organization_id="carolyns_dental"
+    )
+    upstream = Upstream(settings, platform=PLATFORM, version_header=VERSION_HEADER)
+    try:
+        transport = upstream._client._transport
+        assert type(transport) is httpx2.AsyncHTTPTransport
+        context = transport._pool._ssl_context
+        assert context is not None
+        assert context.verify_mode is ssl.CERT_REQUIRED
+        assert context.cert_store_stats()["x509_ca"] > 0
+    finally:
+        await upstream.aclose()
