@@ -274,6 +274,9 @@ def main(argv: Sequence[str]) -> int:
         sock.close()
         return _fail(f"{_source('db', args)}: {error}")
 
+    # Webhooks must not reach the platform itself: the socket's real address (after bind, or inherited).
+    app.state.runtime.own_addresses.add(sock.getsockname())
+
     def announce() -> None:
         sys.stdout.write(json.dumps({"event": "ready", "base_url": base_url}) + "\n")
         sys.stdout.flush()

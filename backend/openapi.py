@@ -90,6 +90,7 @@ EXTENSIONS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "requires_verification": {"channel": {"type": "string", "enum": ["sms", "email"]}},
     "webhook_url_not_allowed": {"field": _FIELD},
+    "webhook_url_targets_platform": {"field": _FIELD},
     "appointment_transition_not_allowed": {
         "action": {
             "type": "string",
@@ -160,6 +161,11 @@ _EXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "internal_error": ("The platform failed unexpectedly; the error was logged.", {}),
     "webhook_url_not_allowed": (
         "Webhook URLs must point at loopback (127.0.0.1, ::1 or localhost), not 'example.com'.",
+        {"field": "body.url"},
+    ),
+    "webhook_url_targets_platform": (
+        "Webhook URL 127.0.0.1:8400 reaches this platform itself (it listens on port 8400): a delivery there "
+        "would be a request to its own API. Point the endpoint at your receiver.",
         {"field": "body.url"},
     ),
     "webhook_endpoint_not_found": ("No webhook endpoint 'whe_0000000000000000' at 'carolyns_dental'.", {}),

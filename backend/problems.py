@@ -31,6 +31,7 @@ TITLES: dict[str, tuple[int, str]] = {
     "invalid_purpose": (400, "Invalid verification purpose"),
     "verification_failed": (400, "Verification failed"),
     "webhook_url_not_allowed": (400, "Webhook URL not allowed"),
+    "webhook_url_targets_platform": (400, "Webhook URL targets the platform itself"),
     "not_found": (404, "Not found"),
     "organization_not_found": (404, "Organization not found"),
     "service_not_found": (404, "Service not found"),

@@ -1,5 +1,5 @@
 """The platform's per-process state: settings, database, clock, randomness, limiter, faults, webhook
-wake-up, test arms, counters.
+wake-up, own listening addresses, test arms, counters.
 
 One `Runtime` per app instance (kept on `app.state.runtime`), so several platforms can run side by side
 in one test process without sharing anything. Several processes on one PostgreSQL database share every
@@ -18,6 +18,7 @@ from osbp.backend.clock import PlatformClock
 from osbp.backend.db import Database
 from osbp.backend.dialects import serialise
 from osbp.backend.fault_profile import FaultInjector
+from osbp.backend.listening import OwnAddresses
 from osbp.backend.ratelimit import RateLimiter
 from osbp.backend.schema import prepare as prepare_schema
 from osbp.backend.seed import seed
@@ -44,6 +45,8 @@ class Runtime:
     faults: FaultInjector = field(default_factory=FaultInjector)
     #: Wakes the webhook worker once a change queued events or the clock moved.
     webhooks: Wakeup = field(default_factory=Wakeup)
+    #: Where this process listens (recorded by whatever serves it, once bound): no webhook may go there.
+    own_addresses: OwnAddresses = field(default_factory=OwnAddresses)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _armed: dict[str, str] = field(default_factory=dict)
     _create_requests: Counter[str] = field(default_factory=Counter)

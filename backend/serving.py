@@ -110,6 +110,8 @@ class PlatformServer:
         if self._socket is None:
             self._socket = bind_socket(self.settings.host, self.settings.port)
             self.port = self._socket.getsockname()[1]
+        # What the socket is really bound to (an ephemeral port included), before the first request.
+        self.runtime.own_addresses.add(self._socket.getsockname())
         self._server = ReadyServer(uvicorn_config(self.app), on_ready=self._ready.set)
         self._thread = threading.Thread(
             target=self._serve,

@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from osbp.backend.database_url import parse_database
 from osbp.backend.fault_profile import FaultProfile, load_profile
+from osbp.backend.listening import ip_of
 
 __all__ = ["ENV_PREFIX", "BackendSettings", "LogLevel", "env_var", "flag", "is_loopback_host"]
 
@@ -37,13 +38,11 @@ def env_var(field: str) -> str:
 
 
 def is_loopback_host(host: str) -> bool:
-    """True when `host` names the loopback interface (127.0.0.0/8, ::1 or `localhost`)."""
+    """True when `host` names the loopback interface (127.0.0.0/8, ::1, `::ffff:127.x.y.z` or `localhost`)."""
     if host == "localhost":
         return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    address = ip_of(host)
+    return address is not None and address.is_loopback
 
 
 class BackendSettings(BaseSettings):

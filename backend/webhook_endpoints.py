@@ -3,8 +3,9 @@
 The secret (`whsec_` + base64 of 24 random bytes, the Standard Webhooks form) is returned once, in the
 answer to the registration, and never again: the platform keeps it only to sign deliveries. Only loopback
 URLs (127.0.0.0/8, `::1`, `localhost`) are accepted unless the platform runs with
-`allow_non_loopback_webhooks`: a sandbox must not be turned into a client for arbitrary hosts. Deleting an
-endpoint abandons its pending deliveries.
+`allow_non_loopback_webhooks`: a sandbox must not be turned into a client for arbitrary hosts. Nor is a
+URL that reaches the platform itself (its own listening address and port, in any spelling): a delivery
+there would be a request to its own write routes. Deleting an endpoint abandons its pending deliveries.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from sqlmodel import Session, col, select
 
 from osbp.backend.catalog import get_organization, not_found
 from osbp.backend.db import Database
+from osbp.backend.listening import OwnAddresses, resolve
 from osbp.backend.models import WebhookDelivery, WebhookEndpoint
 from osbp.backend.problems import ProblemError
 from osbp.backend.settings import is_loopback_host
@@ -91,13 +93,22 @@ def _secret(tokens: TokenSource) -> str:
     return "whsec_" + base64.b64encode(raw).decode()
 
 
-def _check_host(url: AnyHttpUrl, allow_non_loopback: bool) -> None:
+def _check_host(url: AnyHttpUrl, allow_non_loopback: bool, own: OwnAddresses) -> None:
     host = (url.host or "").strip("[]")
     if not allow_non_loopback and not is_loopback_host(host):
         raise ProblemError(
             "webhook_url_not_allowed",
             f"Webhook URLs must point at loopback (127.0.0.1, ::1 or localhost), not {host!r}: this "
             "platform delivers only to local receivers unless started with --allow-non-loopback-webhooks.",
+            {"field": "body.url"},
+        )
+    # The URL's port, or its scheme's default (pydantic fills it in), on every address the host names.
+    port = url.port or (443 if url.scheme == "https" else 80)
+    if any(own.includes(address, port) for address in resolve(host, port)):
+        raise ProblemError(
+            "webhook_url_targets_platform",
+            f"Webhook URL {host}:{port} reaches this platform itself (it listens on port {port}): a "
+            "delivery there would be a request to its own API. Point the endpoint at your receiver.",
             {"field": "body.url"},
         )
 
@@ -108,11 +119,13 @@ def register(
     organization_id: str,
     request: EndpointCreate,
     allow_non_loopback: bool,
+    own: OwnAddresses,
     now: datetime,
     tokens: TokenSource,
 ) -> EndpointCreated:
-    """Register a receiver for the organization's events and return it with its secret (shown once)."""
-    _check_host(request.url, allow_non_loopback)
+    """Register a receiver for the organization's events and return it with its secret (shown once);
+    `own` is where this platform listens, which a receiver URL must not reach."""
+    _check_host(request.url, allow_non_loopback, own)
     endpoint = WebhookEndpoint(
         id=tokens.hex_id("whe"),
         organization_id=organization_id,

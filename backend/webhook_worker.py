@@ -7,9 +7,10 @@ falls due. While a delivery is pending it looks at least every `IDLE_POLL_SECOND
 it runs no delivery query at all: on an in-memory database (one process) it sleeps until woken; on a
 database other processes may write (a SQLite file, PostgreSQL replicas) it checks every
 `IDLE_POLL_SECONDS` with one indexed lookup for a delivery another process queued (`pending_exists`).
-Stopping cancels it at once, an attempt in flight included: that delivery stays pending and is attempted
-again after a restart (at-least-once, same `webhook-id`). Everything it needs is in the database, so a
-restarted platform resumes where the last one stopped.
+Every attempt connects afresh and is refused before it sends anything when the connection reached the
+platform itself (`webhook_target`). Stopping cancels it at once, an attempt in flight included: that
+delivery stays pending and is attempted again after a restart (at-least-once, same `webhook-id`).
+Everything it needs is in the database, so a restarted platform resumes where the last one stopped.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from osbp.backend.webhook_delivery import (
     record_attempt,
     signed_headers,
 )
+from osbp.backend.webhook_target import Guard, TargetRefused
 
 __all__ = ["IDLE_POLL_SECONDS", "running"]
 
@@ -45,14 +47,19 @@ IDLE_POLL_SECONDS = 1.0
 async def _attempt(client: httpx2.AsyncClient, runtime: Runtime, item: Due) -> None:
     attempted = runtime.clock.now()
     headers = signed_headers(item.secret, item.event_id, attempted, item.payload)
+    settings = runtime.settings
+    guard = Guard(runtime.own_addresses, allow_non_loopback=settings.allow_non_loopback_webhooks)
     try:
-        response = await client.post(item.url, content=item.payload.encode(), headers=headers)
+        response = await client.post(
+            item.url, content=item.payload.encode(), headers=headers, extensions={"trace": guard}
+        )
         outcome = Attempt(status_code=response.status_code)
+    except TargetRefused as refused:  # the connection reached the platform itself (or off loopback)
+        outcome = Attempt(error=refused.reason)
     except httpx2.TimeoutException:
         outcome = Attempt(error="timeout")
     except httpx2.TransportError as error:
         outcome = Attempt(error=type(error).__name__)
-    settings = runtime.settings
     await anyio.to_thread.run_sync(
         lambda: record_attempt(
             runtime.db,
@@ -107,7 +114,11 @@ async def _work(runtime: Runtime, wake: asyncio.Event) -> None:
     timeout = httpx2.Timeout(runtime.settings.webhook_timeout_seconds)
     headers = {"user-agent": f"{PLATFORM_SERVER} webhooks"}
     # No redirects and no proxies from the environment: a delivery goes to exactly the registered URL.
-    async with httpx2.AsyncClient(timeout=timeout, headers=headers, trust_env=False) as client:
+    # No kept-alive connections: each attempt connects afresh, so the guard sees where each one lands.
+    limits = httpx2.Limits(max_keepalive_connections=0)
+    async with httpx2.AsyncClient(
+        timeout=timeout, headers=headers, trust_env=False, follow_redirects=False, limits=limits
+    ) as client:
         while True:
             wake.clear()
             pause: float | None

@@ -22,7 +22,9 @@ _ONE = problem_responses("organization_not_found", "webhook_endpoint_not_found")
     _PATH,
     status_code=201,
     response_model=EndpointCreated,
-    responses=problem_responses("invalid_request", "webhook_url_not_allowed", "organization_not_found")
+    responses=problem_responses(
+        "invalid_request", "webhook_url_not_allowed", "webhook_url_targets_platform", "organization_not_found"
+    )
     | answer_headers(201, "Location"),
 )
 def register_webhook_endpoint(organization_id: str, body: EndpointCreate, runtime: RuntimeDep) -> Response:
@@ -32,6 +34,7 @@ def register_webhook_endpoint(organization_id: str, body: EndpointCreate, runtim
         organization_id=organization_id,
         request=body,
         allow_non_loopback=runtime.settings.allow_non_loopback_webhooks,
+        own=runtime.own_addresses,
         now=runtime.clock.now(),
         tokens=runtime.tokens,
     )

@@ -169,6 +169,12 @@ def _register(client: TestClient) -> str:
     return endpoint_id
 
 
+def _register_self(client: TestClient) -> Any:
+    # A TestClient platform listens nowhere: record the address the URL names as its own, as serving does.
+    client.app.state.runtime.own_addresses.add(("127.0.0.1", 8400))  # type: ignore[attr-defined]
+    return client.post(f"{ORG_URL}/webhook-endpoints", json={"url": "http://localhost:8400/api/health"})
+
+
 def _on_registered(verb: str) -> Callable[[TestClient], Any]:
     return lambda client: client.request(verb, f"{ORG_URL}/webhook-endpoints/{_register(client)}")
 
@@ -353,6 +359,7 @@ PROVOKE: dict[tuple[str, str, int, str | None], Callable[[TestClient], Any]] = {
     ("POST", _HOOKS_T, 400, "webhook_url_not_allowed"): lambda c: c.post(
         f"{ORG_URL}/webhook-endpoints", json={"url": "https://hooks.example.com/bookwell"}
     ),
+    ("POST", _HOOKS_T, 400, "webhook_url_targets_platform"): _register_self,
     ("POST", _HOOKS_T, 404, "organization_not_found"): lambda c: c.post(
         f"{NOPE}/webhook-endpoints", json=_LOOPBACK_HOOK
     ),

@@ -90,6 +90,25 @@ def test_loopback_receivers_are_accepted(quiet, url):
     assert _register(quiet, url=url)["url"] == url
 
 
+@pytest.mark.parametrize(
+    ("bound", "url", "elsewhere"),
+    [
+        (("127.0.0.1", 80), "http://localhost/api/health", "https://localhost/hook"),
+        (("127.0.0.1", 443), "https://127.0.0.1/api/health", "http://127.0.0.1/hook"),
+        (("127.0.0.1", 8400), "http://127.0.0.1:8400/api/health", "http://127.0.0.1:8401/hook"),
+    ],
+)
+def test_a_receiver_on_the_platforms_own_port_is_refused_the_default_port_included(
+    quiet, bound, url, elsewhere
+):
+    """Platform choice (fail closed): a URL's port, or its scheme's default, must not be the platform's."""
+    _runtime(quiet).own_addresses.add(bound)
+    refused = quiet.post(HOOKS, json={"url": url})
+    assert (refused.status_code, refused.json()["code"]) == (400, "webhook_url_targets_platform")
+    assert refused.json()["field"] == "body.url"
+    assert _register(quiet, url=elsewhere)["url"] == elsewhere
+
+
 def test_the_platform_flag_allows_a_non_loopback_receiver():
     """Platform choice: allow_non_loopback_webhooks lifts the loopback-only rule."""
     app = create_app(make_settings(allow_non_loopback_webhooks=True))

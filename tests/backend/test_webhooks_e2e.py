@@ -1,4 +1,5 @@
-"""Webhook delivery end to end: a real platform process, a real loopback receiver, restarts included."""
+"""Webhook delivery end to end: a real platform process, a real loopback receiver, restarts included, and
+no webhook to the platform itself."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 from standardwebhooks import Webhook
 
 from osbp.backend.process import PlatformProcess
-from tests.support.bookwell import DAY, NOW, booking
+from osbp.backend.serving import PlatformServer
+from tests.support.bookwell import DAY, NOW, booking, make_settings
 from tests.support.paths import REPO
 from tests.support.webhooks import Receiver, eventually
 
@@ -168,3 +170,92 @@ def test_a_platform_killed_mid_delivery_delivers_everything_after_a_restart(tmp_
         first: ["appointment.created", "appointment.rescheduled", "appointment.cancelled"],
         second: ["appointment.created"],
     }
+
+
+def _status(http: httpx2.Client, appointment_id: str) -> str:
+    answer = http.get(f"{API}/appointments/{appointment_id}")
+    assert answer.status_code == 200, answer.text
+    status: str = answer.json()["status"]
+    return status
+
+
+def _cancel_url(base_url: str, appointment_id: str) -> str:
+    return f"{base_url}{API}/appointments/{appointment_id}/cancel"
+
+
+def _spelled(base_url: str, spelling: str) -> str:
+    """The platform's own base URL with its host spelled otherwise."""
+    port = base_url.rsplit(":", 1)[1]
+    return f"http://{spelling}:{port}"
+
+
+@pytest.mark.parametrize(
+    ("spelling", "allow_non_loopback"),
+    [
+        ("127.0.0.1", False),
+        ("localhost", False),
+        ("[::1]", False),
+        ("127.0.0.2", False),
+        ("127.1", False),
+        ("2130706433", False),
+        ("[::ffff:127.0.0.1]", False),
+        ("0.0.0.0", True),  # noqa: S104  a URL naming the unspecified address, not a bind
+        ("[::]", True),
+    ],
+)
+def test_a_webhook_to_the_platforms_own_cancel_route_is_refused_at_registration(spelling, allow_non_loopback):
+    """Platform choice (fail closed): no webhook may target the platform's own port, in any spelling."""
+    settings = make_settings(allow_non_loopback_webhooks=allow_non_loopback)
+    with PlatformServer(settings) as server, httpx2.Client(base_url=server.base_url, timeout=30) as http:
+        victim = _book(http, "victim-1", date=DAY)
+        url = _cancel_url(_spelled(server.base_url, spelling), victim)
+        refused = http.post(f"{API}/webhook-endpoints", json={"url": url})
+        assert refused.status_code == 400, refused.text
+        assert refused.headers["content-type"] == "application/problem+json"
+        problem = refused.json()
+        assert (problem["code"], problem["field"]) == ("webhook_url_targets_platform", "body.url")
+        assert problem["type"] == "https://developer.bookwell.example/problems/webhook-url-targets-platform"
+        assert http.get(f"{API}/webhook-endpoints").json()["endpoints"] == []
+        assert _status(http, victim) == "confirmed"
+
+
+def test_a_webhook_that_reaches_the_platform_only_at_delivery_is_not_delivered_to_it(tmp_path: Path):
+    """Platform choice (fail closed, defence in depth): a delivery whose connection lands on the delivering
+    platform itself is refused before it sends a byte, however the registration got past the check."""
+    shared = {"db": str(tmp_path / "platform.db"), "now": NOW, "enable_testing": True}
+    # The platform that will deliver, and a second process on the same database that registers the hook:
+    # it listens elsewhere, so nothing at registration says the URL is a platform's (nor does it deliver).
+    with (
+        PlatformProcess(**shared) as target,
+        PlatformProcess(**shared, pause_webhooks=True) as front,
+        _client(target) as at_target,
+        _client(front) as at_front,
+    ):
+        victim = _book(at_front, "victim-1", date=DAY, time="10:00")
+        hook = {"url": _cancel_url(target.base_url, victim), "event_types": ["appointment.created"]}
+        registered = at_front.post(f"{API}/webhook-endpoints", json=hook)
+        assert registered.status_code == 201, registered.text
+        _book(at_target, "trigger-1", date=DAY, time="14:00")
+        (entry,) = eventually(lambda: _attempted(at_target, 1), what="the first attempt")
+        assert [(row["status_code"], row["error"]) for row in entry["attempt_log"]] == [
+            (None, "target_is_platform")
+        ]
+        assert _status(at_target, victim) == "confirmed"
+
+
+def test_a_receivers_redirect_to_the_platform_is_not_followed():
+    """Platform choice: a delivery goes to exactly the registered URL; a 3xx is a failed attempt."""
+    settings = make_settings(webhook_retry_base_seconds=3600)
+    with (
+        Receiver([307]) as receiver,
+        PlatformServer(settings) as server,
+        httpx2.Client(base_url=server.base_url, timeout=30) as http,
+    ):
+        victim = _book(http, "victim-1", date=DAY, time="10:00")
+        receiver.answer_headers = {"location": _cancel_url(server.base_url, victim)}
+        _register(http, receiver)
+        _book(http, "trigger-1", date=DAY, time="14:00")
+        receiver.wait_for(lambda seen: len(seen) == 1)
+        (entry,) = eventually(lambda: _attempted(http, 1), what="the first attempt")
+        assert (entry["state"], entry["last_status_code"]) == ("pending", 307)
+        assert _status(http, victim) == "confirmed"

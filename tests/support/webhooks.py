@@ -55,6 +55,8 @@ class Receiver:
     def __init__(self, statuses: Iterable[int] = ()) -> None:
         self.requests: list[Received] = []
         self._script = list(statuses)
+        #: Headers on every answer (a `location` with a scripted 3xx, say).
+        self.answer_headers: dict[str, str] = {}
         self._changed = threading.Condition()
         self._holding = False
         self._release = threading.Event()
@@ -98,7 +100,7 @@ class Receiver:
             self._changed.notify_all()
         if self._holding:
             await anyio.to_thread.run_sync(self._release.wait)
-        return Response(status_code=status)
+        return Response(status_code=status, headers=self.answer_headers)
 
     def __enter__(self) -> Receiver:
         self._thread.start()
