@@ -1,16 +1,19 @@
-"""The availability.find answer: the day's slots in start order, one page at a time, display context once.
+"""The availability.find answer: the day's slots in start order, display context once, pages on request.
 
 * **Order**: slots by merchant-local start; slots sharing a start keep the platform's order.
 * **earliest_start** (optional input): only slots starting at or after that merchant-local wall-clock
   value (inclusive, as the mandate's field of that name).
-* **limit** (optional input, default :data:`DEFAULT_LIMIT`): a page holds that many slots, plus any more
-  that share the last one's start, so a page always ends between two start times and the next page,
-  from the first start not shown, resumes exactly there: across pages every slot comes exactly once.
+* **Without limit, the whole day**: every slot from ``earliest_start`` (or the day's first) to its last,
+  as v0.1.0 defines the answer (a plain array of the day's slots). A v0.1.0 agent reads nothing but that
+  array, so a shortened one would tell it the later slots do not exist.
+* **limit** (optional input, an extension): a page holds that many slots, plus any more that share the
+  last one's start, so a page always ends between two start times and the next page, from the first
+  start not shown, resumes exactly there: across pages every slot comes exactly once.
 * **A partial page says so** in ``osbp_runtime.message``, the one field v0.1.0 defines for how an answer
   was produced: how many slots there were, that the later ones are not shown (never that they are
   taken), and the exact ``earliest_start="<starts_at_local>"`` that gets the next page (a fixed form a
-  program can match, as the approval gate's ``approval.token="<token>"``). A complete answer carries no
-  notice.
+  program can match, as the approval gate's ``approval.token="<token>"``). Only an agent that asked for
+  a page gets one; a complete answer carries no notice.
 * **Display context once**: ``schedule_hours`` on the first slot of each schedule, ``provider_image_url``
   on the first slot of each provider. Everything else stays on every slot: the create-ready ids, the
   instants, the wall-clock, the timezone, the price, the names, and the address and coordinates (their
@@ -27,11 +30,7 @@ from osbp.adapter.native import NativeOrganization, NativeSlot
 from osbp.protocol.models import RuntimeDiagnostics, Slot
 from osbp.protocol.timeutil import format_wall_clock, parse_wall_clock
 
-__all__ = ["DEFAULT_LIMIT", "Page", "display_once", "page"]
-
-#: Slots per answer when the input names no ``limit``: the busiest seeded day's first page stays within
-#: about 12 KB of JSON (a few thousand tokens of agent context).
-DEFAULT_LIMIT = 12
+__all__ = ["Page", "display_once", "page"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +64,8 @@ def page(
     earliest_start: str | None,
     limit: int | None,
 ) -> Page:
-    """The page of ``natives`` starting at or after ``earliest_start``, translating only what it shows."""
+    """The slots of ``natives`` starting at or after ``earliest_start``: all of them without ``limit``, else
+    the page of that size; only what is shown is translated."""
     # The page is chosen on the native slots' own wall-clock starts (the translation's starts_at_local,
     # written YYYY-MM-DDTHH:MM:SS, so text order is time order), so a busy day's later slots cost nothing
     # to leave out. The sort is stable: slots sharing a start keep the platform's order.
@@ -78,7 +78,7 @@ def page(
         # Whole seconds: a start in the same second as a fractional bound is before it, so round up.
         floor = format_wall_clock(cut)
         ordered = [pair for pair in ordered if pair[0] > floor or (pair[0] == floor and not cut.microsecond)]
-    end = min(limit or DEFAULT_LIMIT, len(ordered))
+    end = len(ordered) if limit is None else min(limit, len(ordered))
     while 0 < end < len(ordered) and ordered[end][0] == ordered[end - 1][0]:
         end += 1
     next_start = ordered[end][0] if end < len(ordered) else None

@@ -432,7 +432,7 @@ class AvailabilityFindInput(ToolInput):
         ge=1,
         le=FIND_LIMIT_MAX,
         description="Slots per answer (a page also keeps the slots sharing its last start time); omit "
-        "for the server's default page. An OSBP extension beyond v0.1.0.",
+        "for every slot of the day. An OSBP extension beyond v0.1.0.",
     )
 
 

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp import Client
 
-from osbp.adapter.availability import DEFAULT_LIMIT, Page, page
+from osbp.adapter.availability import Page, page
 from osbp.adapter.native import (
     NativeHours,
     NativeLocation,
@@ -29,6 +29,7 @@ from osbp.protocol.models import FIND_LIMIT_MAX, Slot
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
 from tests.support.reference import DAY, Platform, make_adapter
+from tests.support.stdio import StdioServer
 
 NOTARY = "gus_notary"
 NOTARIZATION = "gus_notary_notarization"
@@ -113,8 +114,10 @@ def test_paging_by_earliest_start_returns_every_slot_exactly_once_in_start_order
     assert len(seen) == len(set(seen))
     flat = [slot.starts_at_local for shown in pages for slot in shown]
     assert flat == sorted(flat)
-    size = limit or DEFAULT_LIMIT
-    assert all(len(shown) <= size + 1 for shown in pages)  # at most one more: two providers share a start
+    if limit is None:
+        assert len(pages) == 1  # no limit: the whole day in one answer
+    else:
+        assert all(len(shown) <= limit + 1 for shown in pages)  # one more at most: two providers, one start
 
 
 def test_a_page_never_splits_the_slots_of_one_start_time() -> None:
@@ -186,20 +189,23 @@ async def _find(client: Client, **arguments: Any) -> tuple[str, dict[str, Any]]:
 
 
 @pytest.mark.anyio
-async def test_the_busiest_seeded_day_answers_within_12_kb_with_every_required_field(notary: Client) -> None:
-    """OSBP spec, availability.find: every slot create-ready; platform choice: an answer an agent can afford
-    (Gus' notarization, both schedules: the seed's busiest day, 96 slots)."""
-    _, whole = await _find(notary, limit=FIND_LIMIT_MAX)
-    assert len(whole["value"]) == 96
+async def test_the_busiest_seeded_day_comes_whole_without_a_limit_with_every_required_field(
+    notary: Client,
+) -> None:
+    """OSBP spec, availability.find (the value is the day's slots, each create-ready): no limit, no page
+    (Gus' notarization, both schedules: the seed's busiest day, 96 slots, about 60 KB)."""
     text, envelope = await _find(notary)
-    assert len(text.encode("utf-8")) <= 12 * 1024
     assert envelope["ok"] is True
-    assert len(envelope["value"]) == DEFAULT_LIMIT
+    assert "osbp_runtime" not in envelope
+    assert len(envelope["value"]) == 96
+    assert len(text.encode("utf-8")) <= 64 * 1024
     for slot in envelope["value"]:
         assert [key for key in REQUIRED if key not in slot] == []
         assert slot["price"]["amount_minor"] == 1500
         assert slot["starts_at"].endswith("Z")
-    assert "96 open slots" in envelope["osbp_runtime"]["message"]
+    _, page = await _find(notary, limit=12)
+    assert len(page["value"]) == 12
+    assert "96 open slots" in page["osbp_runtime"]["message"]
 
 
 @pytest.mark.anyio
@@ -218,13 +224,13 @@ async def test_display_context_is_on_the_first_slot_of_each_schedule_only(notary
 
 
 @pytest.mark.anyio
-async def test_following_each_partial_answers_notice_returns_the_whole_day_once(notary: Client) -> None:
-    """Platform choice: the pages together are exactly the one-answer day, in start order."""
-    _, whole = await _find(notary, limit=FIND_LIMIT_MAX)
+async def test_following_each_partial_pages_notice_returns_the_whole_day_once(notary: Client) -> None:
+    """Platform choice: the pages an agent asks for together are exactly the whole-day answer, in order."""
+    _, whole = await _find(notary)
     seen: list[str] = []
     arguments: dict[str, Any] = {}
     for _ in range(20):
-        _, envelope = await _find(notary, **arguments)
+        _, envelope = await _find(notary, limit=12, **arguments)
         seen += [slot["id"] for slot in envelope["value"]]
         if "osbp_runtime" not in envelope:
             break
@@ -251,3 +257,44 @@ async def test_a_malformed_earliest_start_or_limit_is_rejected_with_invalid_inpu
     """OSBP spec, Time Discipline (wall-clock, no offset); platform choice: bounded, integer page size."""
     _, envelope = await _find(notary, **arguments)
     assert (envelope["ok"], envelope["problem"]["code"]) == (False, code)
+
+
+# --- A v0.1.0 agent: the real stdio server, no extension inputs ------------------------------------------
+
+#: Gus' Notary's busy Monday: notarization over both schedules, two providers, every 20 minutes.
+BUSY_MONDAY = "2026-05-11"
+
+
+def test_a_v010_call_without_limit_gets_every_slot_the_platform_offers_that_day(
+    platform: Platform, tmp_path: Path
+) -> None:
+    """OSBP spec, availability.find: the value is the day's slots; a v0.1.0 agent reads only that array, so
+    no slot the platform offers may be missing from it (the last of the day included)."""
+    native = platform.client.get(
+        f"/api/organizations/{NOTARY}/availability", params={"service_id": NOTARIZATION, "date": BUSY_MONDAY}
+    )
+    assert native.status_code == 200
+    slots = native.json()["slots"]
+
+    def slot_id(slot: dict[str, Any]) -> str:
+        where = f"{slot['location_id']}:{slot['provider_id']}:{slot['service_id']}"
+        return f"{where}:{slot['date']}T{slot['time']}:00"
+
+    offered = [slot_id(slot) for slot in slots]
+    last = slot_id(max(slots, key=lambda slot: (slot["date"], slot["time"])))
+    env = {
+        "OSBP_PLATFORM_BASE_URL": platform.base_url,
+        "OSBP_ORGANIZATION_ID": NOTARY,
+        "OSBP_STATE_PATH": str(tmp_path / "state" / "osbp.sqlite3"),
+        "OSBP_AUDIT_LOG_PATH": str(tmp_path / "audit" / "events.jsonl"),
+        "OSBP_NOW": "2026-05-04T12:00:00Z",
+    }
+    with StdioServer(env) as server:
+        envelope = server.call("osbp_availability_find", {"service_id": NOTARIZATION, "date": BUSY_MONDAY})
+    assert envelope is not None
+    assert envelope["ok"] is True
+    found = [slot["id"] for slot in envelope["value"]]
+    assert len(found) == len(offered) == 96
+    assert sorted(found) == sorted(offered)
+    assert last in found
+    assert "osbp_runtime" not in envelope
