@@ -8,8 +8,9 @@ from a separate authorization server, ``osbp auth`` in development):
   key rotation needs no restart, but one fetch at a time, within a deadline and at most once per
   interval, so tokens with invented kids can neither stall the server nor make it hammer the issuer),
   ``iss`` the configured issuer, ``aud`` this server's resource URL (RFC 8707 audience binding), ``exp``
-  and ``nbf`` enforced, ``sub`` required. A token that fails any check is no token: the SDK answers
-  ``401`` with ``WWW-Authenticate`` naming the RFC 9728 metadata.
+  and ``nbf`` enforced and numbers (RFC 7519 NumericDates), ``sub`` required and not blank. A token that
+  fails any check is no token: the SDK answers ``401`` with ``WWW-Authenticate: Bearer
+  error="invalid_token"`` (RFC 6750 §3.1) naming the RFC 9728 metadata.
 * :data:`TOOL_SCOPES`: reading needs ``osbp:read``, sending a verification ``osbp:verify``, booking
   ``osbp:book``. A ``tools/call`` without its tool's scope is answered ``403 insufficient_scope`` with the
   scope to ask for (:mod:`osbp.server.http` checks it before the call reaches the server).
@@ -31,6 +32,7 @@ import anyio
 import httpx2
 import jwt
 from jwt import PyJWK, PyJWKSet
+from jwt.exceptions import InvalidSubjectError
 from mcp.server.auth.provider import AccessToken
 
 from osbp.protocol.models import ToolName
@@ -76,6 +78,8 @@ _REFRESH_AFTER_S = 1800.0
 _EXPIRE_AFTER_S = 3600.0
 #: The largest JWKS read (a set of a few keys is a few KiB).
 _JWKS_MAX_BYTES = 65_536
+#: The claims RFC 7519 §2 makes NumericDates: JSON numbers, never strings.
+_NUMERIC_DATES = ("exp", "nbf", "iat")
 
 
 class OsbpAccessToken(AccessToken):
@@ -229,6 +233,14 @@ class JwtVerifier:
             leeway=_LEEWAY_S,
             options={"require": ["exp", "iss", "aud", "sub"]},
         )
+        # PyJWT takes int() of exp/nbf/iat, so "9999999999" passes as a date: RFC 7519 wants a number.
+        for name in _NUMERIC_DATES:
+            value = claims.get(name)
+            if name in claims and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise jwt.InvalidTokenError(f"{name} must be a NumericDate (a JSON number)")
+        # PyJWT checks that sub is a string; an empty one would make every such token one anonymous user.
+        if not claims["sub"].strip():
+            raise InvalidSubjectError("sub must not be empty")
         return claims
 
     async def verify_token(self, token: str) -> AccessToken | None:

@@ -23,13 +23,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import httpx2
+import jwt
+from cryptography.hazmat.primitives import serialization
 from mcp import Client
 from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
-from osbp.server.issuer import DevIssuer
+from osbp.server.issuer import KEY_FILE, DevIssuer
 from tests.support.paths import REPO
 
 __all__ = [
@@ -59,6 +61,7 @@ class Issuer:
     """The development issuer with its key in ``directory`` and its JWKS in ``directory/jwks.json``."""
 
     def __init__(self, directory: Path) -> None:
+        self.directory = directory
         self.dev = DevIssuer(directory, ISSUER)
         self.jwks_path = directory / "jwks.json"
         self.jwks_path.write_text(json.dumps(self.dev.jwks()), encoding="utf-8")
@@ -82,6 +85,11 @@ class Issuer:
             ttl_s=ttl_s,
             now=now,
         )
+
+    def sign(self, claims: dict[str, Any]) -> str:
+        """A token of exactly ``claims`` under this issuer's key and kid (for malformed-claim tests)."""
+        key = serialization.load_pem_private_key((self.directory / KEY_FILE).read_bytes(), password=None)
+        return jwt.encode(claims, key, algorithm="ES256", headers={"kid": self.dev.kid})  # type: ignore[arg-type]
 
 
 Fault = Literal["none", "slow", "failing"]
