@@ -4,10 +4,13 @@ As the MCP authorization specification describes it (this server is a resource s
 from a separate authorization server, ``osbp auth`` in development):
 
 * :class:`JwtVerifier` is the SDK's ``TokenVerifier``: the JWT's signature against the issuer's JWKS
-  (:class:`KeySet`: a URL or a file, cached, fetched again when a token names an unknown ``kid``, so a
-  key rotation needs no restart), ``iss`` the configured issuer, ``aud`` this server's resource URL
-  (RFC 8707 audience binding), ``exp`` and ``nbf`` enforced, ``sub`` required. A token that fails any
-  check is no token: the SDK answers ``401`` with ``WWW-Authenticate`` naming the RFC 9728 metadata.
+  (:class:`KeySet`: a URL or a file, cached, fetched again when a token names an unknown ``kid`` so a
+  key rotation needs no restart, but one fetch at a time, within a deadline and at most once per
+  interval, so tokens with invented kids can neither stall the server nor make it hammer the issuer),
+  ``iss`` the configured issuer, ``aud`` this server's resource URL (RFC 8707 audience binding), ``exp``
+  and ``nbf`` enforced and numbers (RFC 7519 NumericDates), ``sub`` required and not blank. A token that
+  fails any check is no token: the SDK answers ``401`` with ``WWW-Authenticate: Bearer
+  error="invalid_token"`` (RFC 6750 §3.1) naming the RFC 9728 metadata.
 * :data:`TOOL_SCOPES`: reading needs ``osbp:read``, sending a verification ``osbp:verify``, booking
   ``osbp:book``. A ``tools/call`` without its tool's scope is answered ``403 insufficient_scope`` with the
   scope to ask for (:mod:`osbp.server.http` checks it before the call reaches the server).
@@ -20,13 +23,16 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import anyio.to_thread
+import anyio
+import httpx2
 import jwt
-from jwt import PyJWK, PyJWKClient, PyJWKSet
+from jwt import PyJWK, PyJWKSet
+from jwt.exceptions import InvalidSubjectError
 from mcp.server.auth.provider import AccessToken
 
 from osbp.protocol.models import ToolName
@@ -66,8 +72,14 @@ TOOL_SCOPES: dict[ToolName, str] = {
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA")
 #: Clock skew tolerated on exp/nbf between the issuer and this server.
 _LEEWAY_S = 30
-#: A kid-miss refetch at most this often, so unknown-kid tokens cannot make the server hammer the issuer.
-_REFETCH_EVERY_S = 10.0
+#: A cached key set is fetched again once it is this old (by the first request after; a failure keeps it)...
+_REFRESH_AFTER_S = 1800.0
+#: ...and no longer used once this long has passed since the last successful fetch.
+_EXPIRE_AFTER_S = 3600.0
+#: The largest JWKS read (a set of a few keys is a few KiB).
+_JWKS_MAX_BYTES = 65_536
+#: The claims RFC 7519 §2 makes NumericDates: JSON numbers, never strings.
+_NUMERIC_DATES = ("exp", "nbf", "iat")
 
 
 class OsbpAccessToken(AccessToken):
@@ -77,32 +89,129 @@ class OsbpAccessToken(AccessToken):
 
 
 class KeySet:
-    """The issuer's signing keys from a JWKS URL or file, cached; fetched again on an unknown ``kid``."""
+    """The issuer's signing keys from a JWKS URL or file: fetched once at a time, rarely, within a deadline.
 
-    def __init__(self, source: str) -> None:
+    A fetch is **single-flight** (requests that miss while one is under way wait for that one), **bounded**
+    (``timeout_s`` for the whole fetch, however slowly the issuer drips its answer; a waiter waits no
+    longer), **rate-limited** (at most one fetch started per ``refresh_s``, whatever the number of unknown
+    ``kid`` values asked for and whether the last fetch worked) and **negatively cached**: a ``kid`` not in
+    the set the last fetch brought is unknown until the next fetch is allowed, answered at once without
+    any I/O. The negative cache is that rule, not a list of kids: a list would grow with every random kid
+    an unauthenticated caller invents.
+
+    A token whose ``kid`` is in the cached set is verified with it at once, never held by a fetch under
+    way for another kid. The set is fetched again by the first request after it is ``_REFRESH_AFTER_S`` old
+    (that one request waits, within ``timeout_s``; a failed refresh keeps the set) and is no longer used
+    once ``_EXPIRE_AFTER_S`` has passed without a successful fetch, so a key the issuer withdrew stops
+    being accepted within an hour, as PyJWT's one-hour cache had it.
+    """
+
+    def __init__(
+        self,
+        source: str,
+        *,
+        refresh_s: float = 30.0,
+        timeout_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._source = source
-        self._client = PyJWKClient(source, cache_keys=True, lifespan=3600) if "://" in source else None
-        self._keys: PyJWKSet | None = None
-        self._fetched_at = 0.0
+        self._url = "://" in source
+        self._refresh_s = refresh_s
+        self._timeout_s = timeout_s
+        self._clock = clock
+        self._keys: list[PyJWK] = []
+        self._fetched_at: float | None = None  # the last successful fetch
+        self._attempted_at = -math.inf  # the last fetch started, successful or not
+        self._inflight: anyio.Event | None = None
+        #: Fetches started (for the log and for tests).
+        self.fetches = 0
 
-    def _file_keys(self, *, refresh: bool) -> PyJWKSet:
-        now = time.monotonic()
-        if self._keys is None or (refresh and now - self._fetched_at >= _REFETCH_EVERY_S):
-            self._keys = PyJWKSet.from_dict(json.loads(Path(self._source).read_text(encoding="utf-8")))
-            self._fetched_at = now
-        return self._keys
+    def _usable(self, kid: object, now: float) -> PyJWK | None:
+        """The cached key for ``kid`` (a token without one: the set's only key), if the set is in date."""
+        if self._fetched_at is None or now - self._fetched_at >= _EXPIRE_AFTER_S:
+            return None
+        if kid is None:
+            return self._keys[0] if len(self._keys) == 1 else None
+        return next((key for key in self._keys if key.key_id == kid), None)
 
-    def key_for(self, token: str) -> PyJWK:
-        """The key that signed ``token`` (blocking: a URL may be fetched); raises ``jwt.PyJWTError``."""
-        if self._client is not None:
-            return self._client.get_signing_key_from_jwt(token)  # refetches the set on an unknown kid
+    def _allowed(self, now: float) -> bool:
+        return self._inflight is None and now - self._attempted_at >= self._refresh_s
+
+    async def key_for(self, token: str) -> PyJWK:
+        """The key that signed ``token``; raises ``jwt.PyJWTError`` (unknown kid, no keys, bad header)."""
         kid = jwt.get_unverified_header(token).get("kid")
-        for refresh in (False, True):
-            keys = self._file_keys(refresh=refresh)
-            for key in keys.keys:
-                if kid is None or key.key_id == kid:
-                    return key
-        raise jwt.PyJWKError(f"no key with kid {kid!r} in the JWKS file")
+        if kid is not None and not isinstance(kid, str):
+            raise jwt.InvalidTokenError("the kid header must be a string")
+        now = self._clock()
+        key = self._usable(kid, now)
+        if key is not None:
+            if now - (self._fetched_at or now) >= _REFRESH_AFTER_S and self._allowed(now):
+                await self._refresh()  # due: this one request refreshes; the others go on with the set
+                key = self._usable(kid, self._clock())
+        elif self._inflight is not None:
+            with anyio.move_on_after(self._timeout_s):
+                await self._inflight.wait()
+            key = self._usable(kid, self._clock())
+        elif self._allowed(now):
+            await self._refresh()
+            key = self._usable(kid, self._clock())
+        if key is None:
+            raise jwt.PyJWKError(f"no key with kid {kid!r} in the issuer's JWKS")
+        return key
+
+    async def _refresh(self) -> None:
+        """One fetch within ``timeout_s``; the cached set is replaced only by a good one."""
+        done = self._inflight = anyio.Event()
+        self._attempted_at = self._clock()
+        self.fetches += 1
+        try:
+            with anyio.move_on_after(self._timeout_s) as deadline:
+                keys = await (self._fetch_url() if self._url else self._read_file())
+            if deadline.cancelled_caught:
+                raise TimeoutError(f"no answer within {self._timeout_s:g} s")
+            self._keys = keys
+            self._fetched_at = self._clock()
+        except (httpx2.HTTPError, OSError, ValueError, jwt.PyJWTError) as error:
+            logger.warning(
+                "jwks_fetch_failed",
+                extra={
+                    "reason": type(error).__name__,
+                    "detail": str(error)[:200],
+                    "next_fetch_in_s": self._refresh_s,
+                },
+            )
+        finally:
+            self._inflight = None
+            done.set()
+
+    async def _fetch_url(self) -> list[PyJWK]:
+        # Proxies and netrc from the environment must not reroute the fetch (as for the platform); no
+        # redirects (PyJWKClient refused them too); the body is read up to a cap, never unbounded.
+        async with (
+            httpx2.AsyncClient(timeout=self._timeout_s, trust_env=False, follow_redirects=False) as client,
+            client.stream("GET", self._source, headers={"accept": "application/json"}) as response,
+        ):
+            if response.status_code != 200:
+                raise ValueError(f"the JWKS URL answered {response.status_code}")
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > _JWKS_MAX_BYTES:
+                    raise ValueError(f"the JWKS is over {_JWKS_MAX_BYTES} bytes")
+        return _signing_keys(json.loads(body))
+
+    async def _read_file(self) -> list[PyJWK]:
+        return _signing_keys(json.loads(await anyio.Path(self._source).read_bytes()))
+
+
+def _signing_keys(document: object) -> list[PyJWK]:
+    """The signature keys of a JWKS document (``use`` ``sig`` or absent); raises for no usable key."""
+    if not isinstance(document, dict):
+        raise ValueError("the JWKS is not a JSON object")
+    keys = [key for key in PyJWKSet.from_dict(document).keys if key.public_key_use in ("sig", None)]
+    if not keys:
+        raise jwt.PyJWKSetError("the JWKS has no signature key")
+    return keys
 
 
 class JwtVerifier:
@@ -114,8 +223,7 @@ class JwtVerifier:
         self._keys = keys
         self._claim = organizations_claim
 
-    def _decode(self, token: str) -> dict[str, Any]:
-        key = self._keys.key_for(token)
+    def _decode(self, token: str, key: PyJWK) -> dict[str, Any]:
         claims: dict[str, Any] = jwt.decode(
             token,
             key,
@@ -125,13 +233,22 @@ class JwtVerifier:
             leeway=_LEEWAY_S,
             options={"require": ["exp", "iss", "aud", "sub"]},
         )
+        # PyJWT takes int() of exp/nbf/iat, so "9999999999" passes as a date: RFC 7519 wants a number.
+        for name in _NUMERIC_DATES:
+            value = claims.get(name)
+            if name in claims and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise jwt.InvalidTokenError(f"{name} must be a NumericDate (a JSON number)")
+        # PyJWT checks that sub is a string; an empty one would make every such token one anonymous user.
+        if not claims["sub"].strip():
+            raise InvalidSubjectError("sub must not be empty")
         return claims
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The token's access info, or ``None`` for any token this server must not accept."""
         try:
-            claims = await anyio.to_thread.run_sync(self._decode, token)
-        except (jwt.PyJWTError, OSError, ValueError) as error:
+            # Fetching keys is async and bounded (KeySet); verifying one signature is CPU only.
+            claims = self._decode(token, await self._keys.key_for(token))
+        except (jwt.PyJWTError, ValueError) as error:
             # The reason only (expired, wrong audience...), never the token.
             logger.info("bearer_token_rejected", extra={"reason": type(error).__name__})
             return None

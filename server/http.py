@@ -302,7 +302,11 @@ def build_app(
         verifier = JwtVerifier(
             issuer=auth.issuer,
             audience=resource,
-            keys=KeySet(auth.jwks or auth.issuer.rstrip("/") + "/.well-known/jwks.json"),
+            keys=KeySet(
+                auth.jwks or auth.issuer.rstrip("/") + "/.well-known/jwks.json",
+                refresh_s=auth.jwks_refresh_s,
+                timeout_s=auth.jwks_timeout_s,
+            ),
             organizations_claim=auth.organizations_claim,
         )
         gate = RequestGate(

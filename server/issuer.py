@@ -11,7 +11,8 @@ tests and demos this issuer stands in:
   on loopback only, for the server's default ``<issuer>/.well-known/jwks.json``.
 
 The signing key (ES256) is created on first use in the state directory (``--state-dir``, default
-``.osbp/state``) as ``dev-issuer-key.pem``, ``0600`` in a ``0700`` directory. The issuer URL is
+``.osbp/state``) as ``dev-issuer-key.pem``, ``0600`` in a ``0700`` directory; a key file that group or
+others may read or write is refused, as ssh refuses such a private key. The issuer URL is
 ``http://127.0.0.1:<port>`` (``--issuer`` to change it); the server's ``--auth-issuer`` must be the same.
 """
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -56,6 +58,13 @@ class DevIssuer:
 
     def _load_or_create(self) -> ec.EllipticCurvePrivateKey:
         if self._path.exists():
+            mode = stat.S_IMODE(self._path.stat().st_mode)
+            if mode & 0o077:
+                # As ssh does for a private key: one others can read may already be someone else's.
+                raise ValueError(
+                    f"{self._path} is open to other users (mode {mode:04o}): "
+                    f"chmod 600 it, or delete it for a new key"
+                )
             key = serialization.load_pem_private_key(self._path.read_bytes(), password=None)
             if not isinstance(key, ec.EllipticCurvePrivateKey):
                 raise ValueError(f"{self._path} is not an EC private key")
@@ -184,6 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "token":
         if not 0 < args.ttl <= LONGEST_TTL_S:
             return _fail(f"--ttl must be 1 to {LONGEST_TTL_S} seconds")
+        if not args.subject.strip():
+            return _fail("--subject must not be empty (a resource server refuses a token without one)")
         scopes = args.scope.split()
         token = issuer.token(
             subject=args.subject,

@@ -119,6 +119,22 @@ class OAuthSettings(BaseModel):
             description="the token claim listing the organizations it may act for",
         )
     )
+    jwks_refresh_s: Annotated[
+        float, Setting("OSBP_AUTH_JWKS_REFRESH_S", rule="be a positive number of seconds")
+    ] = Field(
+        default=30.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="at most one JWKS fetch per this many seconds, however many unknown kids are asked for",
+    )
+    jwks_timeout_s: Annotated[
+        float, Setting("OSBP_AUTH_JWKS_TIMEOUT_S", rule="be a positive number of seconds")
+    ] = Field(
+        default=5.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="the longest a JWKS fetch may take, and a request wait for one",
+    )
 
     @property
     def enabled(self) -> bool:

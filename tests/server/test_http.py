@@ -160,20 +160,50 @@ async def test_a_request_without_a_token_is_401_naming_the_protected_resource_me
         assert metadata["scopes_supported"] == ["osbp:read", "osbp:verify", "osbp:book"]
 
 
+def claims_of(audience: str, **overrides: Any) -> dict[str, Any]:
+    """A valid token's claims for ``audience``, some replaced (to sign malformed ones)."""
+    issued = int(time.time())
+    claims = {
+        "iss": ISSUER,
+        "sub": "user-1",
+        "aud": audience,
+        "iat": issued,
+        "nbf": issued,
+        "exp": issued + 600,
+        "scope": "osbp:read",
+        "osbp_organizations": "*",
+    }
+    return claims | overrides
+
+
 @pytest.mark.parametrize(
     "case",
-    ["expired", "not_yet_valid", "wrong_audience", "unknown_key", "garbage"],
+    [
+        "expired",
+        "not_yet_valid",
+        "wrong_audience",
+        "unknown_key",
+        "garbage",
+        "empty_subject",
+        "blank_subject",
+        "string_expiry",
+        "string_not_before",
+    ],
 )
 async def test_a_token_that_fails_verification_is_401(
     server: RemoteServer, issuer: Issuer, tmp_path: Path, case: str
 ) -> None:
-    """MCP authorization (OAuth 2.1 resource server, RFC 8707): exp, nbf, audience and signature enforced."""
+    """MCP authorization (OAuth 2.1 resource server, RFC 8707, RFC 7519 NumericDate, RFC 6750 §3.1)."""
     tokens = {
         "expired": lambda: issuer.token(server.url, now=time.time() - 7200, ttl_s=600),
         "not_yet_valid": lambda: issuer.token(server.url, now=time.time() + 7200),
         "wrong_audience": lambda: issuer.token("http://127.0.0.1:1/mcp"),
         "unknown_key": lambda: Issuer(tmp_path / "other").token(server.url),
         "garbage": lambda: "not.a.jwt",
+        "empty_subject": lambda: issuer.token(server.url, subject=""),
+        "blank_subject": lambda: issuer.token(server.url, subject=" \t "),
+        "string_expiry": lambda: issuer.sign(claims_of(server.url, exp="9999999999")),
+        "string_not_before": lambda: issuer.sign(claims_of(server.url, nbf=str(int(time.time())))),
     }
     answer = post(server.url, INITIALIZE, token=tokens[case]())
     assert answer.status_code == 401

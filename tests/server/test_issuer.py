@@ -63,6 +63,40 @@ def test_a_minted_token_verifies_against_the_printed_jwks_and_the_key_is_private
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
 
 
+@pytest.mark.parametrize(
+    ("mode", "command"),
+    [(0o644, ("token", "--scope", "osbp:read", "--org", ORG)), (0o640, ("jwks",))],
+    ids=["0644-token", "0640-jwks"],
+)
+def test_a_signing_key_file_open_to_other_users_is_refused_in_one_line(
+    tmp_path: Path, mode: int, command: tuple[str, ...]
+) -> None:
+    """Platform choice (as ssh refuses a readable private key): no token is minted from a shared key."""
+    assert osbp("auth", "jwks", cwd=tmp_path).returncode == 0  # creates the key, 0600
+    key_file = tmp_path / ".osbp" / "state" / "dev-issuer-key.pem"
+    key_file.chmod(mode)
+    refused = osbp("auth", *command, cwd=tmp_path)
+    assert refused.returncode == 2
+    assert refused.stdout == ""
+    assert refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith("osbp auth: cannot use the signing key in .osbp/state: ")
+    assert f"(mode {mode:04o}): chmod 600 it" in refused.stderr
+    key_file.chmod(0o600)
+    assert osbp("auth", *command, cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("subject", ["", "  "])
+def test_a_token_with_an_empty_subject_is_not_minted(tmp_path: Path, subject: str) -> None:
+    """RFC 7519 sub, as the resource server enforces it: a blank subject is one line and status 2."""
+    refused = osbp("auth", "token", "--scope", "osbp:read", "--org", ORG, "--subject", subject, cwd=tmp_path)
+    assert refused.returncode == 2
+    assert refused.stdout == ""
+    assert (
+        refused.stderr
+        == "osbp auth: --subject must not be empty (a resource server refuses a token without one)\n"
+    )
+
+
 def test_the_development_issuer_serves_loopback_only(tmp_path: Path) -> None:
     """Platform choice (development issuer): a non-loopback address is refused with one line, status 2."""
     refused = osbp("auth", "serve", "--host", "0.0.0.0", cwd=tmp_path)  # noqa: S104  # the refusal under test

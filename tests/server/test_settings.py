@@ -14,6 +14,9 @@ from osbp.server.confirmation import PerOrganization
 from osbp.server.settings import ServerSettings, describe
 
 URL, ORG = "http://127.0.0.1:8400", "carolyns_dental"
+#: Request-state keys as `secrets.token_hex(32)` makes them (fixed here: tests only, never secret).
+GOOD_KEY = "44003de6770004fa7886c3516d481945e89a2334bc26224d645e2e99cdd5db7c"
+OLD_KEY = "f9e688edf02a4032bb0ee23addae03c3f18a65b984228fcd5dbd381e91d309f6"
 
 pytestmark = pytest.mark.usefixtures("no_osbp_environment")
 
@@ -136,7 +139,7 @@ def test_a_short_request_state_key_is_refused_in_one_line_without_echoing_any_ke
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Platform choice (MCP request state): the SDK's codec needs 32 bytes of secret for every key."""
-    monkeypatch.setenv("OSBP_REQUEST_STATE_KEY", f"{'k' * 40},tooshort")
+    monkeypatch.setenv("OSBP_REQUEST_STATE_KEY", f"{GOOD_KEY},tooshort")
     with pytest.raises(ValidationError) as caught:
         ServerSettings(adapter={"platform_base_url": URL, "organization_id": ORG})
     line = describe(caught.value)
@@ -144,17 +147,17 @@ def test_a_short_request_state_key_is_refused_in_one_line_without_echoing_any_ke
         "invalid configuration: OSBP_REQUEST_STATE_KEY must be one or more comma-separated"
     )
     assert "tooshort" not in line
-    assert "k" * 40 not in line
+    assert GOOD_KEY not in line
 
 
 def test_the_request_state_key_ring_is_read_from_the_environment_first_key_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Platform choice (MCP request state): rotation as the SDK takes it, the first key seals."""
-    monkeypatch.setenv("OSBP_REQUEST_STATE_KEY", f"{'n' * 32}, {'o' * 32}")
+    monkeypatch.setenv("OSBP_REQUEST_STATE_KEY", f"{GOOD_KEY}, {OLD_KEY}")
     settings = ServerSettings(adapter={"platform_base_url": URL, "organization_id": ORG})
-    assert settings.request_state_keys() == ("n" * 32, "o" * 32)
-    assert "n" * 32 not in repr(settings)
+    assert settings.request_state_keys() == (GOOD_KEY, OLD_KEY)
+    assert GOOD_KEY not in repr(settings)
 
 
 def test_approval_tokens_live_ten_minutes_unless_configured() -> None:

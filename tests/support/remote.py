@@ -2,7 +2,8 @@
 
 :class:`RemoteServer` starts the server on a free loopback port and waits (with a timeout, no fixed sleep)
 until it accepts connections; :func:`remote_client` connects the SDK's Streamable HTTP client with a
-bearer token; :class:`Issuer` is the development issuer (``osbp auth``) with its JWKS written to a file.
+bearer token; :class:`Issuer` is the development issuer (``osbp auth``) with its JWKS written to a file;
+:class:`JwksEndpoint` serves that JWKS on loopback, counting its fetches, and can be made slow or failing.
 """
 
 from __future__ import annotations
@@ -13,23 +14,36 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx2
+import jwt
+from cryptography.hazmat.primitives import serialization
 from mcp import Client
 from mcp.client.session import ElicitationFnT
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
-from osbp.server.issuer import DevIssuer
+from osbp.server.issuer import KEY_FILE, DevIssuer
 from tests.support.paths import REPO
 
-__all__ = ["ISSUER", "Issuer", "RemoteServer", "approved", "envelope", "free_port", "remote_client"]
+__all__ = [
+    "ISSUER",
+    "Issuer",
+    "JwksEndpoint",
+    "RemoteServer",
+    "approved",
+    "envelope",
+    "free_port",
+    "remote_client",
+]
 
 ISSUER = "http://127.0.0.1:8600"
 ALL_SCOPES = ("osbp:read", "osbp:verify", "osbp:book")
@@ -47,6 +61,7 @@ class Issuer:
     """The development issuer with its key in ``directory`` and its JWKS in ``directory/jwks.json``."""
 
     def __init__(self, directory: Path) -> None:
+        self.directory = directory
         self.dev = DevIssuer(directory, ISSUER)
         self.jwks_path = directory / "jwks.json"
         self.jwks_path.write_text(json.dumps(self.dev.jwks()), encoding="utf-8")
@@ -70,6 +85,82 @@ class Issuer:
             ttl_s=ttl_s,
             now=now,
         )
+
+    def sign(self, claims: dict[str, Any]) -> str:
+        """A token of exactly ``claims`` under this issuer's key and kid (for malformed-claim tests)."""
+        key = serialization.load_pem_private_key((self.directory / KEY_FILE).read_bytes(), password=None)
+        return jwt.encode(claims, key, algorithm="ES256", headers={"kid": self.dev.kid})  # type: ignore[arg-type]
+
+
+Fault = Literal["none", "slow", "failing"]
+
+
+class JwksEndpoint:
+    """``with JwksEndpoint(jwks) as endpoint: endpoint.url`` — a JWKS URL on loopback that counts its fetches.
+
+    ``fault`` ``"slow"`` holds every answer until :meth:`release` (or ``hold_s``); ``"failing"`` answers
+    ``500``. ``fetches`` are the monotonic instants requests arrived at.
+    """
+
+    def __init__(self, jwks: dict[str, Any], *, hold_s: float = 30.0) -> None:
+        self.fault: Fault = "none"
+        self.fetches: list[float] = []
+        self.first_fault_fetch = threading.Event()
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+        self._body = json.dumps(jwks).encode()
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                with endpoint._lock:
+                    endpoint.fetches.append(time.monotonic())
+                    fault, body = endpoint.fault, endpoint._body
+                if fault != "none":
+                    endpoint.first_fault_fetch.set()
+                if fault == "slow":
+                    endpoint._released.wait(hold_s)
+                status, payload = (500, b"{}") if fault == "failing" else (200, body)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:
+                    pass  # the server gave up on this fetch (its timeout) and closed the connection
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/.well-known/jwks.json"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def serve(self, jwks: dict[str, Any]) -> None:
+        """Answer ``jwks`` from now on (the issuer rotated its keys)."""
+        with self._lock:
+            self._body = json.dumps(jwks).encode()
+
+    def count(self) -> int:
+        """How many fetches arrived so far."""
+        with self._lock:
+            return len(self.fetches)
+
+    def release(self) -> None:
+        """Let held answers go."""
+        self._released.set()
+
+    def __enter__(self) -> JwksEndpoint:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(10)
 
 
 class RemoteServer:
