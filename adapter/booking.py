@@ -10,11 +10,11 @@ The protocol core (:mod:`osbp.protocol.booking`) runs every rule; this module on
   ``offer_token`` as the offer's validator), taken, or naming an id the platform does not know (a 404 on
   the service, or an unknown schedule or provider).
 * :meth:`BookwellBooking.place` sends ``POST …/appointments`` with a native ``Idempotency-Key`` derived from
-  the OSBP key (so a repeated place replays the platform's stored 201 instead of booking again), the
-  mandate id and the receipt id in the appointment metadata, the customer passed through, and the
-  verification code passed through (never stored, never logged) when present, and the approved offer's
-  token as ``If-Match`` when the request carries one (``412 offer_changed`` → the port's
-  ``offer_changed``: nothing was booked).
+  ``request.idempotency_key`` (the OSBP key, or a remote subject's key derived from it; so a repeated
+  place replays the platform's stored 201 instead of booking again), the mandate id and the receipt id in
+  the appointment metadata, the customer passed through, and the verification code passed through (never
+  stored, never logged) when present, and the approved offer's token as ``If-Match`` when the request
+  carries one (``412 offer_changed`` → the port's ``offer_changed``: nothing was booked).
 """
 
 from __future__ import annotations
@@ -71,13 +71,13 @@ class BookwellBooking:
         return await _guarded(lambda: self._resolve(request.input, request.starts_at_local))
 
     async def place(self, request: BookingRequest, customer_name: str) -> Booking | Problem:
-        """Create the appointment, idempotent per the OSBP key through the native Idempotency-Key."""
+        """Create the appointment, idempotent per ``request.idempotency_key`` (the native Idempotency-Key)."""
 
         async def work() -> Booking | Problem:
             inp = request.input
             created = await self._api.create_appointment(
                 self._create_body(request, inp.customer or Customer(), customer_name),
-                native_idempotency_key(self._api.organization_id, inp.idempotency_key),
+                native_idempotency_key(self._api.organization_id, request.idempotency_key),
                 offer_token=request.validator,
             )
             return created if isinstance(created, Problem) else translate.booking(created)

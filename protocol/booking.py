@@ -28,10 +28,22 @@
    ``offer_changed``), nothing was booked: steps 4-8 run again on freshly resolved facts, so the user is
    challenged again when the summary changed, or gets the Problem the new facts call for. Every other
    outcome hands the key back (shielded from cancellation) so the same attempt can be retried.
+
+The idempotency records are the caller's (:func:`~osbp.protocol.principal.scope_of`: this adapter's
+organization and the token subject, or the local caller on stdio), and the platform create carries the
+subject's key (:func:`~osbp.protocol.principal.platform_key`): another subject repeating a payload and key
+gets its own attempt, through the gate, never the first subject's receipt.
+
+A state store failure (:class:`~osbp.protocol.state.StateStoreError`: a lost PostgreSQL connection,
+SQLite's ``database is locked``, a disk error) is an infrastructure failure, answered here, once, as the
+retryable ``idempotency_in_progress``: after this call may have reached the platform, with the instruction
+to retry the same booking.create with the same idempotency_key (the attempt stays marked as placed, so the
+retry resumes it: the platform replays the one appointment), else saying nothing was sent.
 """
 
 from __future__ import annotations
 
+import logging
 import unicodedata
 from dataclasses import dataclass, replace
 
@@ -81,9 +93,13 @@ from osbp.protocol.port import (
     offer_from_json,
     offer_to_json,
 )
+from osbp.protocol.principal import platform_key, scope_of
 from osbp.protocol.problems import INVALID_CUSTOMER, UPSTREAM_UNAVAILABLE, ProblemCode, problem
+from osbp.protocol.state import StateStoreError
 
 __all__ = ["BookingPipeline", "receipt_text"]
+
+logger = logging.getLogger("osbp.protocol")
 
 # Validator answers that depend on the service's price, policy or kind: when the platform does not know
 # the service these are not the real reason, so the unknown service is reported instead.
@@ -128,6 +144,22 @@ _UNSETTLED = problem(
     retryable=True,
 )
 
+
+#: The state store failed after this call may have reached the platform (the booking may exist).
+_STATE_FAILED_PLACED = problem(
+    IDEMPOTENCY_IN_PROGRESS,
+    "The booking platform may have made this booking, but OSBP could not record the outcome: its state "
+    "store failed. Retry booking.create with the same payload, idempotency_key and approval: the retry "
+    "answers that one booking, never a second; do not start a new booking attempt for it.",
+    retryable=True,
+)
+#: The state store failed before this call sent anything to the platform.
+_STATE_FAILED = problem(
+    IDEMPOTENCY_IN_PROGRESS,
+    "OSBP's state store failed, so this call sent nothing to the booking platform. Retry booking.create "
+    "with the same payload and idempotency_key (and approval, if you have one) shortly.",
+    retryable=True,
+)
 
 #: Placements one call tries while the platform keeps answering that the offer's facts just changed.
 _PLACE_ROUNDS = 3
@@ -215,8 +247,22 @@ class BookingPipeline:
 
     async def create(self, inp: BookingCreateInput) -> AdapterResult[Receipt]:
         """Run booking.create end to end (see the module docstring for the order)."""
+        attempt = _Attempt()
+        try:
+            return await self._create(inp, attempt)
+        except StateStoreError as error:
+            # The one place a state failure is answered: the pipeline knows whether the platform may hold
+            # the booking, and the attempt's placed mark (if written) makes the retry resume it.
+            logger.error(
+                "state_store_failed",
+                extra={"outcome_known": attempt.outcome_known, "error": str(error)},
+            )
+            return Failure(_STATE_FAILED if attempt.outcome_known else _STATE_FAILED_PLACED)
+
+    async def _create(self, inp: BookingCreateInput, attempt: _Attempt) -> AdapterResult[Receipt]:
         payload_hash = booking_payload_hash(inp)
-        earlier = await self._idempotency.apeek(inp.idempotency_key, payload_hash)
+        scope = scope_of(self._adapter.organization_id)
+        earlier = await self._idempotency.apeek(inp.idempotency_key, payload_hash, scope)
         if isinstance(earlier, Replay):
             return Success(earlier.receipt, runtime=LOCAL_CACHE_REPLAY)
         if isinstance(earlier, Placing) and not _authorizes(inp, earlier):
@@ -229,12 +275,11 @@ class BookingPipeline:
             if isinstance(checked, Problem):
                 return Failure(checked)
             start_local = checked
-        claim = await self._idempotency.aclaim(inp.idempotency_key, payload_hash)
+        claim = await self._idempotency.aclaim(inp.idempotency_key, payload_hash, scope)
         if isinstance(claim, Replay):
             return Success(claim.receipt, runtime=LOCAL_CACHE_REPLAY)
         if isinstance(claim, Conflict | InProgress):
             return Failure(claim.problem)
-        attempt = _Attempt()
         try:
             if claim.placing is not None:
                 if not _authorizes(inp, claim.placing):
@@ -245,7 +290,8 @@ class BookingPipeline:
                 # The placed mark was cleared (a known refusal) between the look and the claim: this call
                 # skipped the mandate pre-check, so it books nothing; the retry runs every check afresh.
                 return Failure(_UNSETTLED)
-            return await self._first(BookingRequest(inp, start_local), claim, attempt)
+            request = BookingRequest(inp, start_local, platform_key=platform_key(inp.idempotency_key))
+            return await self._first(request, claim, attempt)
         finally:
             if not attempt.settled:
                 # Shielded: a cancelled call must still hand the key back so the attempt can be retried;
@@ -367,6 +413,9 @@ class BookingPipeline:
         if offer.validator is not None:
             # Kept for a resume after a crash: it re-sends the create on the same approved facts.
             context["offer_validator"] = offer.validator
+        if request.platform_key is not None:
+            # Kept for a resume: it re-sends the create under the same key at the platform.
+            context["platform_key"] = request.platform_key
         await self._idempotency.amark_placing(claim.lease, token, context)
         placed = replace(request, validator=offer.validator)
         inp = placed.input
@@ -409,10 +458,15 @@ class BookingPipeline:
             attempt.outcome_known = False  # it passed when placed
             return Failure(_UNSETTLED)
         token = inp.approval.token if inp.approval is not None and not elicited else ""
-        request = BookingRequest(inp, start_local, validator=placing.context.get("offer_validator"))
+        # An attempt placed before subjects were scoped has no platform key kept: it went under the OSBP key.
+        key = placing.context.get("platform_key")
+        request = BookingRequest(
+            inp, start_local, validator=placing.context.get("offer_validator"), platform_key=key
+        )
         outcome = await self._place(request, name, token, placing.context, claim, attempt)
         if isinstance(outcome, _OfferChanged):
-            return await self._rounds(BookingRequest(inp, start_local), None, claim, attempt)
+            fresh = BookingRequest(inp, start_local, platform_key=key)
+            return await self._rounds(fresh, None, claim, attempt)
         return outcome
 
     async def _place(
@@ -445,7 +499,11 @@ class BookingPipeline:
         # The booking as the platform just reported it: booking.status's not-fresh fallback.
         await self._idempotency.acomplete(claim.lease, receipt, booking)
         attempt.settled = True
-        await self._approvals.amark_spent(token)
+        try:
+            await self._approvals.amark_spent(token)
+        except StateStoreError as error:
+            # Settled: the receipt is the truth, and an unspent token of a settled payload only replays.
+            logger.warning("approval_not_spent", extra={"error": str(error)})
         return Success(receipt)
 
     def _check(self, request: BookingRequest, offer: Offer | Problem) -> _Bookable | Problem:

@@ -43,7 +43,7 @@ from osbp.protocol.models import (
 )
 from osbp.protocol.port import PlatformAdapter
 from osbp.protocol.problems import UPSTREAM_UNAVAILABLE
-from osbp.protocol.state import StateBackend, open_state_store
+from osbp.protocol.state import StateBackend, StateStoreError, open_state_store
 
 __all__ = ["SNAPSHOT_FALLBACK", "OsbpCore"]
 
@@ -115,7 +115,10 @@ class OsbpCore:
         """booking.status: the platform's current state, or the marked snapshot while it is unreachable."""
         result = await self.adapter.get_booking(inp)
         if isinstance(result, Failure) and result.problem.code == UPSTREAM_UNAVAILABLE and inp.booking_id:
-            snapshot = await self.idempotency.abooking_snapshot(inp.booking_id)
+            try:
+                snapshot = await self.idempotency.abooking_snapshot(inp.booking_id)
+            except StateStoreError:
+                return result  # the fallback is unavailable too: the platform's own answer stands
             if snapshot is not None:
                 return Success(snapshot, runtime=SNAPSHOT_FALLBACK)
         return result

@@ -1,4 +1,11 @@
-"""Durable booking.create idempotency, keyed by ``idempotency_key`` and the payload hash.
+"""Durable booking.create idempotency, keyed by the caller's scope, ``idempotency_key`` and the payload hash.
+
+Every record lives in a scope (:func:`osbp.protocol.principal.scope_of`: the organization and the token
+subject, or the one local caller on stdio): another organization or subject using the same key meets
+nothing of it: no receipt it did not earn, no conflict with a key it never used, and its own fresh
+attempt. A state made before scopes keeps its records in the legacy scope ``''``; the first scoped call
+whose key and payload match one that settled or was sent to the platform adopts it into its own scope
+(:meth:`IdempotencyStore.peek`), so a retry across the upgrade replays or resumes instead of booking again.
 
 The booking pipeline (:mod:`osbp.protocol.booking`) asks :meth:`IdempotencyStore.peek` first: a settled key
 with this payload answers from here, before anything else, and an attempt already sent to the platform
@@ -51,10 +58,11 @@ from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.models import Booking, BookingCreateInput, Problem, Receipt, RuntimeDiagnostics
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.state import StateBackend
-from osbp.protocol.store import duration_micros, to_micros
+from osbp.protocol.store import StateStoreError, duration_micros, to_micros
 
 __all__ = [
     "IDEMPOTENCY_IN_PROGRESS",
+    "LEGACY_SCOPE",
     "LOCAL_CACHE_REPLAY",
     "ClaimOutcome",
     "Claimed",
@@ -77,6 +85,9 @@ LOCAL_CACHE_REPLAY = RuntimeDiagnostics(
     message="No platform create call was made; this result was replayed from local OSBP idempotency state.",
 )
 
+#: The scope of the records a state made before scopes holds (and of direct callers that name none).
+LEGACY_SCOPE = ""
+
 _TRANSIENT_FIELDS = frozenset({"approval", "verification_code"})
 
 
@@ -93,6 +104,8 @@ class Lease:
     key: str
     payload_hash: str
     lease_id: str
+    #: The caller's scope the record lives in (:func:`osbp.protocol.principal.scope_of`).
+    scope: str = LEGACY_SCOPE
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +156,7 @@ ClaimOutcome = Claimed | Replay | Conflict | InProgress
 
 _SELECT_CLAIM = (
     "SELECT payload_hash, state, receipt_json, lease_id, lease_expires, lease_owner, placing_json"
-    " FROM idempotency WHERE key = ?"
+    " FROM idempotency WHERE scope = ? AND key = ?"
 )
 
 
@@ -205,23 +218,26 @@ class IdempotencyStore:
         self._wait_timeout_s = wait_timeout_s
         self._poll_interval_s = poll_interval_s
         self._on_wait = on_wait
+        #: Leases this process's holders gave up because their release failed (the state store was
+        #: down): a retry in this process takes such a lease over at once instead of waiting it out.
+        self._abandoned: set[str] = set()
 
-    def _try_claim(self, key: str, payload_hash: str, waited: bool) -> ClaimOutcome | None:
+    def _try_claim(self, key: str, payload_hash: str, waited: bool, scope: str) -> ClaimOutcome | None:
         now = to_micros(self._clock.now())
-        lease = Lease(key, payload_hash, secrets.token_hex(16))
+        lease = Lease(key, payload_hash, secrets.token_hex(16), scope)
         expires = now + duration_micros(self._lease_ttl)
         with self._state.write() as db:
             # A new key is claimed by its insert alone; a present key (the insert does nothing: on
             # PostgreSQL after waiting for a replica's uncommitted insert of it) is read with its row locked.
             inserted = db.execute(
-                "INSERT INTO idempotency (key, payload_hash, state, lease_id, lease_expires, lease_owner,"
-                " created_at, updated_at) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?)"
-                " ON CONFLICT (key) DO NOTHING",
-                (key, payload_hash, lease.lease_id, expires, lease_owner(), now, now),
+                "INSERT INTO idempotency (scope, key, payload_hash, state, lease_id, lease_expires,"
+                " lease_owner, created_at, updated_at) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)"
+                " ON CONFLICT (scope, key) DO NOTHING",
+                (scope, key, payload_hash, lease.lease_id, expires, lease_owner(), now, now),
             ).rowcount
             if inserted == 1:
                 return Claimed(lease)
-            row = db.execute(_SELECT_CLAIM + self._state.for_update, (key,)).fetchone()
+            row = db.execute(_SELECT_CLAIM + self._state.for_update, (scope, key)).fetchone()
             stored_hash, state, receipt_json, lease_id, lease_expires, owner, placing_json = row
             # A key stays bound to its first payload, whether that attempt settled, is in flight,
             # or ended without creating (spec: the same key with a different payload conflicts).
@@ -234,23 +250,26 @@ class IdempotencyStore:
                 # The holder released without settling (its attempt failed): do not silently start
                 # a second platform attempt on its heels; the caller decides to retry.
                 return InProgress(_in_progress("The earlier call with this idempotency_key did not complete"))
-            if lease_id is not None and lease_expires > now and not _provably_dead(owner):
+            held = lease_id is not None and lease_expires > now and lease_id not in self._abandoned
+            if held and not _provably_dead(owner):
                 return None  # pending under a live lease: wait
-            # Released, or held by a crashed holder (lease expired, or its process is gone): take it.
+            # Released, or held by a crashed holder (lease expired, its process is gone, or it gave the
+            # lease up when the state failed under it): take it.
             db.execute(
                 "UPDATE idempotency SET lease_id = ?, lease_expires = ?, lease_owner = ?, updated_at = ?"
-                " WHERE key = ?",
-                (lease.lease_id, expires, lease_owner(), now, key),
+                " WHERE scope = ? AND key = ?",
+                (lease.lease_id, expires, lease_owner(), now, scope, key),
             )
+            self._abandoned.discard(lease_id or "")
             return Claimed(lease, placing)
 
-    def claim(self, key: str, payload_hash: str) -> ClaimOutcome:
-        """Claim ``key`` for ``payload_hash``, waiting (bounded) while another caller holds it."""
+    def claim(self, key: str, payload_hash: str, scope: str = LEGACY_SCOPE) -> ClaimOutcome:
+        """Claim ``key`` in ``scope`` for ``payload_hash``, waiting (bounded) while another holds it."""
         deadline = time.monotonic() + self._wait_timeout_s
         waited = False
         interval = self._poll_interval_s
         while True:
-            outcome = self._try_claim(key, payload_hash, waited)
+            outcome = self._try_claim(key, payload_hash, waited, scope)
             if outcome is not None:
                 return outcome
             if time.monotonic() >= deadline:
@@ -273,8 +292,8 @@ class IdempotencyStore:
             # The receipt is booking truth: store it even if the lease was taken over meanwhile.
             db.execute(
                 "UPDATE idempotency SET state = 'settled', receipt_json = ?, lease_id = NULL,"
-                " lease_expires = NULL, updated_at = ? WHERE key = ? AND payload_hash = ?",
-                (receipt.to_wire_json(), now, lease.key, lease.payload_hash),
+                " lease_expires = NULL, updated_at = ? WHERE scope = ? AND key = ? AND payload_hash = ?",
+                (receipt.to_wire_json(), now, lease.scope, lease.key, lease.payload_hash),
             )
             if booking is not None:
                 db.execute(
@@ -303,8 +322,9 @@ class IdempotencyStore:
         placing = json.dumps({"token_hash": sha256_hex(token), "context": context}, separators=(",", ":"))
         with self._state.write() as db:
             db.execute(
-                "UPDATE idempotency SET placing_json = ?, updated_at = ? WHERE key = ? AND lease_id = ?",
-                (placing, now, lease.key, lease.lease_id),
+                "UPDATE idempotency SET placing_json = ?, updated_at = ?"
+                " WHERE scope = ? AND key = ? AND lease_id = ?",
+                (placing, now, lease.scope, lease.key, lease.lease_id),
             )
 
     def release(self, lease: Lease, *, outcome_known: bool = True) -> None:
@@ -313,47 +333,81 @@ class IdempotencyStore:
         The key stays bound to its payload: the same attempt may be retried under it, another may not.
         ``outcome_known=False`` (the platform may have created the appointment: no answer, a broken
         connection) keeps the attempt marked as placed, so the retry resumes it.
+
+        When the release itself fails (the state store is down), the lease is remembered as abandoned:
+        a retry in this process takes it over at once once the store answers again, rather than waiting
+        for it to expire.
         """
         now = to_micros(self._clock.now())
         clear = ", placing_json = NULL" if outcome_known else ""
-        with self._state.write() as db:
-            db.execute(
-                f"UPDATE idempotency SET lease_id = NULL, lease_expires = NULL, lease_owner = NULL{clear},"  # noqa: S608  # constant fragment
-                " updated_at = ? WHERE key = ? AND lease_id = ? AND state = 'pending'",
-                (now, lease.key, lease.lease_id),
-            )
+        try:
+            with self._state.write() as db:
+                db.execute(
+                    "UPDATE idempotency SET lease_id = NULL, lease_expires = NULL, lease_owner = NULL"  # noqa: S608  # constant fragment
+                    f"{clear}, updated_at = ?"
+                    " WHERE scope = ? AND key = ? AND lease_id = ? AND state = 'pending'",
+                    (now, lease.scope, lease.key, lease.lease_id),
+                )
+        except StateStoreError:
+            self._abandoned.add(lease.lease_id)
+            raise
 
-    def peek(self, key: str, payload_hash: str) -> Replay | Placing | None:
-        """What this key holds for exactly this payload: a settled receipt, a placed attempt, or nothing."""
+    def peek(self, key: str, payload_hash: str, scope: str = LEGACY_SCOPE) -> Replay | Placing | None:
+        """What ``key`` holds in ``scope`` for exactly this payload: a settled receipt, a placed attempt, or
+        nothing.
+
+        A record of the legacy scope (written before scopes) with this key and payload that settled or
+        was sent to the platform is adopted into ``scope`` here (one write, once), so its retry replays
+        or resumes it; the scoped record wins when both exist.
+        """
         with self._state.read() as db:
-            row = db.execute(
-                "SELECT state, receipt_json, placing_json FROM idempotency"
-                " WHERE key = ? AND payload_hash = ?",
-                (key, payload_hash),
-            ).fetchone()
+            rows = db.execute(
+                "SELECT scope, state, receipt_json, placing_json FROM idempotency"
+                " WHERE scope IN (?, ?) AND key = ? AND payload_hash = ?",
+                (scope, LEGACY_SCOPE, key, payload_hash),
+            ).fetchall()
+        found = {row[0]: row[1:] for row in rows}
+        row = found.get(scope)
+        if row is None and scope != LEGACY_SCOPE and LEGACY_SCOPE in found:
+            legacy = found[LEGACY_SCOPE]
+            if legacy[0] == "settled" or legacy[2] is not None:
+                row = legacy if self._adopt(key, payload_hash, scope) else None
         if row is None:
             return None
         if row[0] == "settled":
             return Replay(Receipt.model_validate_json(row[1]))
         return _placing(row[2])
 
-    def settled_receipt(self, key: str) -> Receipt | None:
-        """The settled receipt stored under ``key``, if any (a local snapshot, not platform state)."""
+    def _adopt(self, key: str, payload_hash: str, scope: str) -> bool:
+        """Move a legacy record of ``key`` into ``scope``; whether this call moved it (no other scope did)."""
+        now = to_micros(self._clock.now())
+        with self._state.write() as db:
+            moved = db.execute(
+                "UPDATE idempotency SET scope = ?, updated_at = ?"
+                " WHERE scope = ? AND key = ? AND payload_hash = ?"
+                " AND NOT EXISTS (SELECT 1 FROM idempotency WHERE scope = ? AND key = ?)",
+                (scope, now, LEGACY_SCOPE, key, payload_hash, scope, key),
+            ).rowcount
+        return moved == 1
+
+    def settled_receipt(self, key: str, scope: str = LEGACY_SCOPE) -> Receipt | None:
+        """The settled receipt under ``key`` in ``scope``, if any (a local snapshot, not platform state)."""
         with self._state.read() as db:
             row = db.execute(
-                "SELECT receipt_json FROM idempotency WHERE key = ? AND state = 'settled'", (key,)
+                "SELECT receipt_json FROM idempotency WHERE scope = ? AND key = ? AND state = 'settled'",
+                (scope, key),
             ).fetchone()
         return None if row is None else Receipt.model_validate_json(row[0])
 
     # The async forms run on the event loop when the file's lock is free (StateStore.run), else in a
     # worker thread; a claim that must wait for another holder always waits in a worker thread.
 
-    async def aclaim(self, key: str, payload_hash: str) -> ClaimOutcome:
+    async def aclaim(self, key: str, payload_hash: str, scope: str = LEGACY_SCOPE) -> ClaimOutcome:
         """:meth:`claim`: its first attempt on the event loop, any waiting in a worker thread."""
-        outcome = await self._state.run(lambda: self._try_claim(key, payload_hash, False))
+        outcome = await self._state.run(lambda: self._try_claim(key, payload_hash, False, scope))
         if outcome is not None:
             return outcome
-        return await anyio.to_thread.run_sync(self.claim, key, payload_hash)
+        return await anyio.to_thread.run_sync(self.claim, key, payload_hash, scope)
 
     async def acomplete(self, lease: Lease, receipt: Receipt, booking: Booking | None = None) -> None:
         """:meth:`complete` without blocking the event loop."""
@@ -367,9 +421,9 @@ class IdempotencyStore:
         """:meth:`release` without blocking the event loop."""
         await self._state.run(lambda: self.release(lease, outcome_known=outcome_known))
 
-    async def apeek(self, key: str, payload_hash: str) -> Replay | Placing | None:
+    async def apeek(self, key: str, payload_hash: str, scope: str = LEGACY_SCOPE) -> Replay | Placing | None:
         """:meth:`peek` without blocking the event loop."""
-        return await self._state.run(lambda: self.peek(key, payload_hash))
+        return await self._state.run(lambda: self.peek(key, payload_hash, scope))
 
     async def amark_placing(self, lease: Lease, token: str, context: dict[str, str | None]) -> None:
         """:meth:`mark_placing` without blocking the event loop."""

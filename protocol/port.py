@@ -100,6 +100,10 @@ class BookingRequest:
     #: The approved offer's :attr:`Offer.validator`: ``place_booking`` sends it so the platform refuses
     #: the create (:data:`OFFER_CHANGED`) if the facts moved. ``None``: an unconditional create.
     validator: str | None = None
+    #: The key of this logical create at the platform when it is not the OSBP key: a remote subject's
+    #: (:func:`osbp.protocol.principal.platform_key`), so two subjects' attempts under one OSBP key are
+    #: two creates there. ``None``: the OSBP key (stdio, and attempts placed before subjects were scoped).
+    platform_key: str | None = None
 
     @property
     def date(self) -> str:
@@ -113,8 +117,12 @@ class BookingRequest:
 
     @property
     def idempotency_key(self) -> str:
-        """The OSBP idempotency key: ``place_booking`` must be idempotent per this value."""
-        return self.input.idempotency_key
+        """The key ``place_booking`` must be idempotent per (derive the platform's own key from it).
+
+        The OSBP idempotency key, or, for a remote subject, :attr:`platform_key`: a key derived from it
+        and the subject. The receipt id stays the OSBP key's (:attr:`receipt_id`).
+        """
+        return self.platform_key or self.input.idempotency_key
 
     @property
     def receipt_id(self) -> str:

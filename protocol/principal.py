@@ -6,10 +6,15 @@ rule depends on them:
 
 * the approval gate binds a challenge to the subject (:func:`subject_binding`): a token issued to one
   subject cannot be redeemed by another;
-* the server's organization routing refuses ids of organizations the principal may not act for.
+* the server's organization routing refuses ids of organizations the principal may not act for;
+* booking.create's idempotency records live in the caller's scope (:func:`scope_of`: the organization
+  and the subject), so a key one subject used is unknown to another, and its platform create carries a
+  key derived from the subject's (:func:`platform_key`), so two subjects' attempts never meet there.
 
-Outside :func:`acting_for` (stdio, in-process tests) there is no principal and every rule behaves exactly
-as it did before remote serving existed.
+Outside :func:`acting_for` (stdio, in-process tests) there is no principal: the scope is the organization
+and the one local caller (:data:`LOCAL_SUBJECT`: whoever holds the process's stdin; stdio has no token to
+tell users apart, and a stdio server serves the one user of its host), the platform key is the OSBP key
+itself, and every other rule behaves exactly as it did before remote serving existed.
 """
 
 from __future__ import annotations
@@ -21,7 +26,18 @@ from dataclasses import dataclass
 
 from osbp.protocol.canonical import sha256_hex
 
-__all__ = ["Principal", "acting_for", "current_principal", "subject_binding"]
+__all__ = [
+    "LOCAL_SUBJECT",
+    "Principal",
+    "acting_for",
+    "current_principal",
+    "platform_key",
+    "scope_of",
+    "subject_binding",
+]
+
+#: The subject of every call without a principal (stdio): the one local user at the other end of the pipe.
+LOCAL_SUBJECT = "local"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,3 +86,27 @@ def subject_binding(payload_hash: str) -> str:
     if principal is None:
         return payload_hash
     return sha256_hex({"payload_hash": payload_hash, "subject": principal.subject_hash})
+
+
+def scope_of(organization_id: str) -> str:
+    """The idempotency scope of a call for ``organization_id``: the organization and the caller.
+
+    The caller is the principal's :attr:`~Principal.subject_hash` (never the identifier itself), or
+    :data:`LOCAL_SUBJECT` without one. Never ``''``, the scope of records from before scopes existed.
+    """
+    principal = _current.get()
+    subject = principal.subject_hash if principal is not None else LOCAL_SUBJECT
+    return f"{organization_id}|{subject}"
+
+
+def platform_key(idempotency_key: str) -> str | None:
+    """The key a platform create is idempotent per, when it is not the OSBP key itself (``None``: it is).
+
+    With a principal, derived from the key and the subject, so a second subject's attempt under the same
+    key is a second logical create at the platform too, never a replay of the first subject's booking.
+    Without one (stdio) the OSBP key, unchanged from before subjects were scoped.
+    """
+    principal = _current.get()
+    if principal is None:
+        return None
+    return "osbp-" + sha256_hex({"idempotency_key": idempotency_key, "subject": principal.subject_hash})[:48]

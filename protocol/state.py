@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from osbp.protocol.store import StateStore
+from osbp.protocol.store import StateStore, StateStoreError
 
 __all__ = [
     "StateBackend",
     "StateConnection",
     "StateCursor",
+    "StateStoreError",
     "StateUnavailable",
     "open_state_store",
     "parse_state_location",
@@ -40,6 +41,10 @@ class StateCursor(Protocol):
 
     def fetchone(self) -> Any:
         """The next row as a tuple, or None."""
+        ...
+
+    def fetchall(self) -> list[Any]:
+        """The remaining rows as tuples."""
         ...
 
 

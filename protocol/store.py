@@ -49,6 +49,7 @@ __all__ = [
     "DEFAULT_STATE_PATH",
     "SCHEMA",
     "StateStore",
+    "StateStoreError",
     "duration_micros",
     "secret_hash",
     "to_micros",
@@ -57,10 +58,12 @@ __all__ = [
 #: Where the state file lives unless configured otherwise (relative to the working directory).
 DEFAULT_STATE_PATH = Path(".osbp/state/osbp.sqlite3")
 
-#: The tables (SQLite types; the PostgreSQL store makes the same ones with 64-bit integers).
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS idempotency (
-    key            TEXT PRIMARY KEY,
+#: The idempotency table: one record per key *within a scope* (:func:`osbp.protocol.principal.scope_of`,
+#: the organization and the caller), so another organization or subject never meets a key it did not use.
+#: ``scope`` '' holds the records of a file made before scopes existed (see :func:`_scope_idempotency`).
+_IDEMPOTENCY = """CREATE TABLE {table} (
+    scope          TEXT NOT NULL DEFAULT '',
+    key            TEXT NOT NULL,
     payload_hash   TEXT NOT NULL,
     state          TEXT NOT NULL CHECK (state IN ('pending', 'settled')),
     receipt_json   TEXT,
@@ -69,8 +72,14 @@ CREATE TABLE IF NOT EXISTS idempotency (
     created_at     INTEGER NOT NULL,
     updated_at     INTEGER NOT NULL,
     lease_owner    TEXT,
-    placing_json   TEXT
-);
+    placing_json   TEXT,
+    PRIMARY KEY (scope, key)
+)"""
+
+#: The tables (SQLite types; the PostgreSQL store makes the same ones with 64-bit integers).
+SCHEMA = (
+    _IDEMPOTENCY.format(table="IF NOT EXISTS idempotency")
+    + """;
 CREATE TABLE IF NOT EXISTS approvals (
     token_hash     TEXT PRIMARY KEY,
     payload_hash   TEXT NOT NULL,
@@ -99,6 +108,7 @@ CREATE TABLE IF NOT EXISTS confirmation_pages (
     answered_at    INTEGER
 );
 """
+)
 
 
 #: Columns added to a table after its first release: a file made by an older version gains them on open.
@@ -130,6 +140,43 @@ def _add_columns(connection: sqlite3.Connection) -> None:
     connection.execute("COMMIT")
 
 
+#: The columns an idempotency record had before scopes, copied as they are into the scoped table.
+_UNSCOPED_COLUMNS = (
+    "key, payload_hash, state, receipt_json, lease_id, lease_expires, created_at, updated_at, lease_owner,"
+    " placing_json"
+)
+
+
+def _unscoped(connection: sqlite3.Connection) -> bool:
+    return not any(row[1] == "scope" for row in connection.execute("PRAGMA table_info(idempotency)"))
+
+
+def _scope_idempotency(connection: sqlite3.Connection) -> None:
+    """Give a file made before scopes its ``scope`` column and the ``(scope, key)`` primary key.
+
+    SQLite cannot change a primary key in place, so the table is rebuilt under the write lock (checked
+    again there: of several processes opening an old file, one upgrades it), every record kept with the
+    legacy scope ``''``: a retry of an attempt recorded before the upgrade still replays or resumes it
+    (:class:`~osbp.protocol.idempotency.IdempotencyStore` adopts such a record into the caller's scope).
+    """
+    if not _unscoped(connection):
+        return  # every file this version wrote: one cheap read, no write lock
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        if _unscoped(connection):
+            connection.execute("ALTER TABLE idempotency RENAME TO idempotency_unscoped")
+            connection.execute(_IDEMPOTENCY.format(table="idempotency"))
+            connection.execute(
+                f"INSERT INTO idempotency (scope, {_UNSCOPED_COLUMNS})"  # noqa: S608  # constant fragment
+                f" SELECT '', {_UNSCOPED_COLUMNS} FROM idempotency_unscoped"
+            )
+            connection.execute("DROP TABLE idempotency_unscoped")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
 #: Serialises opening (journal mode and schema) among this process's threads.
 _OPEN_LOCK = threading.Lock()
 #: Idle connections a store keeps for reuse, of each kind (waiting, and tried without waiting on the event
@@ -139,6 +186,16 @@ POOL_SIZE = 4
 _INHERITED: list[sqlite3.Connection] = []
 
 _T = TypeVar("_T")
+
+
+class StateStoreError(Exception):
+    """A state operation failed in the engine (a lost connection, ``database is locked``, a disk I/O error).
+
+    Both stores raise it, from the driver's error, for any failure of an operation on a lent connection
+    (:mod:`osbp.protocol.store_postgres` too): its transaction committed or not, the caller cannot tell.
+    It is an infrastructure failure, never an adapter's bug: the booking pipeline answers it with one
+    retryable Problem (:mod:`osbp.protocol.booking`). Re-exported by :mod:`osbp.protocol.state`.
+    """
 
 
 class _WouldWait(Exception):
@@ -222,6 +279,7 @@ class StateStore:
             # read that fails to upgrade when another opener got there first.
             connection.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
             _add_columns(connection)
+            _scope_idempotency(connection)
             _hash_clear_tokens(connection)
 
     def _use_wal(self, connection: sqlite3.Connection) -> None:
@@ -284,17 +342,23 @@ class StateStore:
     def _lent(self) -> Iterator[sqlite3.Connection]:
         # Tried on the event loop (``run``): a connection with no busy timeout, which fails at once on a lock.
         waits = not getattr(self._trying, "on", False)
-        connection = self._acquire(waits=waits)
+        try:
+            connection = self._acquire(waits=waits)
+        except sqlite3.Error as error:  # the file cannot be opened (removed directory, no permission)
+            raise StateStoreError(f"SQLite says {error}") from error
         try:
             yield connection
         except BaseException as error:
             # A connection whose state is unknown (a failed rollback, a broken file) is not lent again.
             if connection.in_transaction:
                 connection.close()
-                raise
-            self._release(connection, waits=waits)
-            if not waits and _is_busy(error):
-                raise _WouldWait from error
+            else:
+                self._release(connection, waits=waits)
+                if not waits and _is_busy(error):
+                    raise _WouldWait from error
+            if isinstance(error, sqlite3.Error):
+                # "database is locked" after the busy timeout, a disk I/O error, a full disk.
+                raise StateStoreError(f"SQLite says {error}") from error
             raise
         self._release(connection, waits=waits)
 

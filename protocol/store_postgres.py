@@ -9,7 +9,10 @@ claim wins however many replicas race, and claims of different keys never wait f
 need no lock of their own: the gate is only consulted under the payload's claimed key.
 
 Connections are psycopg 3 connections in autocommit mode, pooled per store and process like the SQLite
-ones (lent to one thread at a time, never used across a fork); a write is one explicit transaction.
+ones (lent to one thread at a time, never used across a fork); a write is one explicit transaction. An
+idle connection the server ended (a restart, ``pg_terminate_backend``) is dropped before it is lent
+(:func:`_alive`), and a lent one found dead drops the idle ones with it; any driver error reaches the
+caller as :class:`~osbp.protocol.store.StateStoreError`.
 Operations run in a worker thread (:meth:`PostgresStateStore.run`): every statement is a network round
 trip, so none blocks the event loop. psycopg is imported only when a PostgreSQL location is opened; it is
 the ``postgres`` extra (``pip install 'osbp[postgres]'``).
@@ -18,6 +21,7 @@ the ``postgres`` extra (``pip install 'osbp[postgres]'``).
 from __future__ import annotations
 
 import os
+import select
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -27,7 +31,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from osbp.protocol.state import StateCursor, StateUnavailable, redacted
-from osbp.protocol.store import SCHEMA
+from osbp.protocol.store import SCHEMA, StateStoreError
 
 try:
     import psycopg
@@ -54,6 +58,28 @@ _T = TypeVar("_T")
 
 def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
+
+
+def _scope_idempotency(db: _Connection) -> None:
+    """Give a database made before scopes the ``scope`` column and the ``(scope, key)`` primary key.
+
+    Under the schema's advisory lock, in the opening transaction: of replicas starting together one
+    upgrades it. Every record keeps the legacy scope ``''`` (as the SQLite file's upgrade does). Replicas
+    of an older version cannot claim keys once the primary key changed (their ``ON CONFLICT (key)`` names
+    no constraint): upgrade every replica together.
+    """
+    scoped = db.execute(
+        "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()"
+        " AND table_name = 'idempotency' AND column_name = 'scope'"
+    ).fetchone()
+    if scoped is not None:
+        return
+    db.execute("ALTER TABLE idempotency ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
+    (primary,) = db.execute(
+        "SELECT conname FROM pg_constraint WHERE conrelid = 'idempotency'::regclass AND contype = 'p'"
+    ).fetchone()
+    db.execute(f'ALTER TABLE idempotency DROP CONSTRAINT "{primary}"')
+    db.execute("ALTER TABLE idempotency ADD PRIMARY KEY (scope, key)")
 
 
 class _Connection:
@@ -94,8 +120,9 @@ class PostgresStateStore:
                 db.execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
                 for statement in filter(str.strip, _SCHEMA.split(";")):
                     db.execute(statement)
-        except psycopg.Error as error:
-            raise StateUnavailable(f"PostgreSQL says {_one_line(error)}") from error
+                _scope_idempotency(db)
+        except StateStoreError as error:
+            raise StateUnavailable(str(error)) from error.__cause__
 
     def _open(self) -> Any:
         # autocommit: a read is one statement; a write opens its transaction explicitly (``write``).
@@ -118,9 +145,18 @@ class PostgresStateStore:
 
     @contextmanager
     def _lent(self) -> Iterator[Any]:
-        raw = self._acquire()
+        try:
+            raw = self._acquire()
+        except psycopg.Error as error:  # the server is down, refuses connections, or cannot be reached
+            raise StateStoreError(f"PostgreSQL says {_one_line(error)}") from error
         try:
             yield raw
+        except psycopg.Error as error:
+            if raw.closed or raw.broken:
+                # The session itself was lost (a restart, an operator's pg_terminate_backend, a network
+                # cut): the idle ones most likely went with it, so none of them is lent again either.
+                self._idle.close()
+            raise StateStoreError(f"PostgreSQL says {_one_line(error)}") from error
         finally:
             self._release(raw)
 
@@ -145,6 +181,21 @@ class PostgresStateStore:
         self._idle.close()
 
 
+def _alive(raw: Any) -> bool:
+    """Whether an idle connection may be lent: open, and nothing arrived on its socket while it was idle.
+
+    An idle session in autocommit mode is sent nothing by a live server; a server that ended it (a
+    restart, ``pg_terminate_backend``, ``idle_session_timeout``) sent its FATAL error and closed the socket,
+    which leaves it readable. The check is one ``poll`` with no wait and no round trip; the rare idle
+    message of a live server (a notice, a parameter change after a reload) only costs a reconnect.
+    """
+    if raw.closed or raw.broken:
+        return False
+    poller = select.poll()
+    poller.register(raw.fileno(), select.POLLIN | select.POLLPRI)
+    return not poller.poll(0)
+
+
 class _Idle:
     """The idle connections of one store in one process; closed when the store is collected."""
 
@@ -162,9 +213,16 @@ class _Idle:
         return True
 
     def take(self) -> Any:
-        with self.lock:
-            self._forked()
-            return self.connections.pop() if self.connections else None
+        """An idle connection that is still alive, or ``None`` (the dead ones are closed on the way)."""
+        while True:
+            with self.lock:
+                self._forked()
+                if not self.connections:
+                    return None
+                raw = self.connections.pop()
+            if _alive(raw):
+                return raw
+            raw.close()
 
     def give_back(self, raw: Any, *, reusable: bool) -> None:
         with self.lock:

@@ -48,6 +48,7 @@ from osbp.protocol.models import (
 )
 from osbp.protocol.principal import current_principal
 from osbp.protocol.problems import UPSTREAM_UNAVAILABLE, ProblemCode, problem
+from osbp.protocol.state import StateStoreError
 
 __all__ = ["Directory", "OrganizationRouter", "SingleDirectory", "served_organizations"]
 
@@ -250,7 +251,10 @@ class OrganizationRouter:
         candidates = await self._candidates()
         if isinstance(candidates, Problem) or not candidates:
             return unavailable
-        snapshot = await self.core(candidates[0]).idempotency.abooking_snapshot(booking_id)
+        try:
+            snapshot = await self.core(candidates[0]).idempotency.abooking_snapshot(booking_id)
+        except StateStoreError:
+            return unavailable  # the fallback is unavailable too: the platform's own answer stands
         if snapshot is None or snapshot.organization_id not in candidates:
             return unavailable
         return Success(snapshot, runtime=SNAPSHOT_FALLBACK)

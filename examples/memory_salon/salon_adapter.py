@@ -483,7 +483,7 @@ class SalonAdapter:
         }
         if inp.verification_code is not None:
             body["code"] = inp.verification_code  # passed through untouched: never stored, never logged
-        made = _answer("POST /appointments", self.book.book(body, idempotency_key=inp.idempotency_key))
+        made = _answer("POST /appointments", self.book.book(body, idempotency_key=request.idempotency_key))
         return made if isinstance(made, Problem) else _booking(made)
 
     async def get_booking(self, inp: BookingStatusInput) -> AdapterResult[Booking]:

@@ -364,3 +364,84 @@ async def test_a_booking_create_on_a_free_state_file_makes_no_worker_thread_hand
     assert isinstance(created, Success)
     assert handed_off == []
     await core.aclose()
+
+
+def test_a_key_in_one_scope_is_unknown_in_another(store: IdempotencyStore) -> None:
+    """OSBP spec, booking.create idempotency, per caller: another organization or subject using the same
+    key meets neither the settled receipt nor a conflict with the first payload; it gets its own attempt."""
+    first = store.claim("idem_scoped", "hash_a", "org_a|alice")
+    assert isinstance(first, Claimed)
+    store.complete(first.lease, RECEIPT)
+    assert store.peek("idem_scoped", "hash_a", "org_a|mallory") is None
+    other_subject = store.claim("idem_scoped", "hash_a", "org_a|mallory")
+    assert isinstance(other_subject, Claimed)
+    assert other_subject.placing is None
+    other_organization = store.claim("idem_scoped", "hash_b", "org_b|alice")
+    assert isinstance(other_organization, Claimed)
+    assert store.claim("idem_scoped", "hash_a", "org_a|alice") == Replay(RECEIPT)
+    assert store.settled_receipt("idem_scoped", "org_a|alice") == RECEIPT
+    assert store.settled_receipt("idem_scoped", "org_a|mallory") is None
+
+
+#: The idempotency table as versions before scopes made it (SQLite types).
+UNSCOPED_TABLE = (
+    "CREATE TABLE idempotency (key TEXT PRIMARY KEY, payload_hash TEXT NOT NULL, state TEXT NOT NULL"
+    " CHECK (state IN ('pending', 'settled')), receipt_json TEXT, lease_id TEXT, lease_expires INTEGER,"
+    " created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, lease_owner TEXT, placing_json TEXT)"
+)
+
+
+def make_unscoped_state(state_location: str) -> None:
+    """A state as an older version left it: a settled key, a key sent to the platform, a released key."""
+    rows = [
+        ("idem_old_settled", "hash_s", "settled", RECEIPT.to_wire_json(), None),
+        (
+            "idem_old_placed",
+            "hash_p",
+            "pending",
+            None,
+            '{"token_hash":"th","context":{"service_name":"Cut"}}',
+        ),
+        ("idem_old_released", "hash_r", "pending", None, None),
+    ]
+    insert = (
+        "INSERT INTO idempotency (key, payload_hash, state, receipt_json, placing_json, created_at,"
+        " updated_at) VALUES (?, ?, ?, ?, ?, 1, 1)"
+    )
+    if state_location.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(state_location) as db:
+            db.execute(UNSCOPED_TABLE.replace(" INTEGER", " BIGINT"))
+            for row in rows:
+                db.execute(insert.replace("?", "%s"), row)
+        return
+    import sqlite3
+
+    Path(state_location).parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(state_location) as db:
+        db.execute(UNSCOPED_TABLE)
+        db.executemany(insert, rows)
+
+
+def test_a_state_made_before_scopes_keeps_its_records_for_the_first_caller_retrying_them(
+    state_location: str,
+) -> None:
+    """OSBP spec, booking.create idempotency (one logical create is one appointment): across the upgrade
+    a retry of a settled or placed attempt replays or resumes it; the record then belongs to that caller."""
+    make_unscoped_state(state_location)
+    store = IdempotencyStore(open_state_store(state_location), clock=FixedClock(START))
+    assert store.peek("idem_old_settled", "hash_s", "org|local") == Replay(RECEIPT)
+    assert store.claim("idem_old_settled", "hash_s", "org|local") == Replay(RECEIPT)
+    assert store.peek("idem_old_settled", "hash_s", "org|someone-else") is None
+    placed = store.peek("idem_old_placed", "hash_p", "org|local")
+    assert placed == Placing(token_hash="th", context={"service_name": "Cut"})
+    resumed = store.claim("idem_old_placed", "hash_p", "org|local")
+    assert isinstance(resumed, Claimed)
+    assert resumed.placing == placed
+    # A released attempt made nothing: it stays behind, and the key is free for a scoped caller's attempt.
+    assert store.peek("idem_old_released", "hash_r", "org|local") is None
+    assert isinstance(store.claim("idem_old_released", "hash_other", "org|local"), Claimed)
+    # Opening the upgraded state again changes nothing.
+    again = IdempotencyStore(open_state_store(state_location), clock=FixedClock(START))
+    assert again.claim("idem_old_settled", "hash_s", "org|local") == Replay(RECEIPT)

@@ -15,7 +15,7 @@ import pytest
 
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.idempotency import Claimed, IdempotencyStore
-from osbp.protocol.state import StateUnavailable, open_state_store
+from osbp.protocol.state import StateStoreError, StateUnavailable, open_state_store
 from osbp.protocol.store_postgres import PostgresStateStore
 
 NOW = datetime(2026, 7, 1, 12, 0, tzinfo=UTC)
@@ -74,15 +74,54 @@ def test_operations_reuse_one_pooled_connection(postgres_url: str) -> None:
     store.close()
 
 
-def test_a_connection_the_server_dropped_is_replaced_after_its_one_failure(postgres_url: str) -> None:
-    """Platform choice: a session ended by the server (a restart, an operator) is not lent again."""
+def two_pooled_sessions(store: PostgresStateStore) -> set[int]:
+    """The backend pids of two sessions used at once, both idle in the store's pool afterwards."""
+    with store.read() as first, store.read() as second:
+        pids = {db.execute("SELECT pg_backend_pid()").fetchone()[0] for db in (first, second)}
+    assert len(pids) == 2
+    return pids
+
+
+def terminate(url: str, pids: set[int]) -> None:
+    """End the server sessions ``pids`` as an operator would, and wait (bounded) until they are gone."""
+    deadline = time.monotonic() + 10
+    with psycopg.connect(url, autocommit=True) as admin:
+        for pid in pids:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        while any(session_count(admin, pid) for pid in pids):
+            assert time.monotonic() < deadline, "the sessions did not end"
+            time.sleep(0.01)
+
+
+def test_idle_connections_the_server_dropped_are_not_lent_again(postgres_url: str) -> None:
+    """Platform choice: sessions the server ended while idle (a restart, an operator) are dropped before
+    use, so the next operations succeed on new sessions instead of failing once per dead connection."""
     store = PostgresStateStore(postgres_url)
-    dropped = backend_pid(store)
-    with psycopg.connect(postgres_url, autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (dropped,))
-    with pytest.raises(psycopg.OperationalError):
-        backend_pid(store)
-    assert backend_pid(store) != dropped
+    pids = two_pooled_sessions(store)
+    terminate(postgres_url, pids)
+    assert two_pooled_sessions(store).isdisjoint(pids)
+    store.close()
+
+
+def test_a_session_lost_mid_operation_is_a_state_store_error_and_its_idle_siblings_go_too(
+    postgres_url: str,
+) -> None:
+    """Platform choice: a lost session is the engine-neutral StateStoreError (answered retryable by the
+    booking pipeline), and the idle sessions are dropped with it (a restart ends them all)."""
+    store = PostgresStateStore(postgres_url)
+    pids = two_pooled_sessions(store)
+    lost: list[int] = []
+
+    def read_while_the_session_ends() -> None:
+        with store.read() as db:
+            lost.append(db.execute("SELECT pg_backend_pid()").fetchone()[0])
+            terminate(postgres_url, set(lost))
+            db.execute("SELECT 1")
+
+    with pytest.raises(StateStoreError, match=r"^PostgreSQL says "):
+        read_while_the_session_ends()
+    [sibling] = pids - set(lost)
+    assert backend_pid(store) not in {*lost, sibling}
     store.close()
 
 
