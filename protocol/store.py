@@ -1,6 +1,7 @@
 """The local OSBP state file: one SQLite database for idempotency records, pending approvals, the
-booking snapshots taken when a create settled (booking.status's documented not-fresh fallback) and the
-URL-mode confirmation pages (:mod:`osbp.protocol.confirmation_pages`, secrets kept as hashes only).
+booking snapshots taken when a create settled (booking.status's documented not-fresh fallback), the
+URL-mode confirmation pages (:mod:`osbp.protocol.confirmation_pages`, secrets kept as hashes only) and
+the answered confirmation rounds (:mod:`osbp.protocol.confirmation_rounds`).
 
 The file (default ``.osbp/state/osbp.sqlite3``, any path when configured) is
 shared safely by threads and processes: WAL journaling, a busy timeout, and every read-then-write
@@ -97,6 +98,13 @@ CREATE TABLE IF NOT EXISTS confirmation_pages (
     issued_at      INTEGER NOT NULL,
     expires_at     INTEGER NOT NULL,
     answered_at    INTEGER
+);
+CREATE TABLE IF NOT EXISTS confirmation_rounds (
+    round_hash     TEXT PRIMARY KEY,
+    payload_hash   TEXT NOT NULL,
+    answer         TEXT NOT NULL CHECK (answer IN ('accepted', 'declined')),
+    answered_at    INTEGER NOT NULL,
+    expires_at     INTEGER NOT NULL
 );
 """
 

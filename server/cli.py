@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from osbp.protocol.clock import Clock
 from osbp.protocol.contract import BookingAdapter
+from osbp.protocol.state import StateBackend
 from osbp.protocol.timeutil import format_instant
 from osbp.server._sdk import stdio_server
 from osbp.server.app import create_server
@@ -116,12 +117,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if settings.transport == "streamable-http":
         return _main_http(settings)
+    if settings.page_required():
+        # Served over authorized Streamable HTTP only: here the organizations that require it book nothing.
+        logger.warning(
+            "confirmation_page_unavailable",
+            extra={
+                "detail": "--confirmation page over stdio: every booking.create that requires the "
+                "confirmation page is refused (confirmation_unavailable); serve it over streamable-http"
+            },
+        )
     parts = compose(settings)
     if isinstance(parts, str):
         return _fail(parts)
     try:
         status = anyio.run(
-            partial(serve, confirmation=settings.confirmation_policy()),
+            partial(serve, confirmation=settings.confirmation_policy(), state=parts.state),
             parts.adapter,
             parts.audit,
             parts.clock,
@@ -175,9 +185,13 @@ async def serve(
     clock: Clock | None = None,
     *,
     confirmation: ConfirmationPolicy = "auto",
+    state: StateBackend | None = None,
 ) -> int:
-    """Serve MCP over this process's stdio; always closes the adapter and the audit log."""
-    server = create_server(adapter, audit, clock=clock, confirmation=confirmation)
+    """Serve MCP over this process's stdio; always closes the adapter and the audit log.
+
+    ``state``: the OSBP state store, where the answers to confirmation rounds are recorded.
+    """
+    server = create_server(adapter, audit, clock=clock, confirmation=confirmation, state=state)
     try:
         async with anyio.create_task_group() as group:
             await group.start(_stop_on_signals, group.cancel_scope)

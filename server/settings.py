@@ -245,7 +245,8 @@ class ServerSettings(BaseSettings):
     confirmation: Annotated[ConfirmationMode, Setting("OSBP_CONFIRMATION", "--confirmation")] = Field(
         default="auto",
         description="who confirms a booking: auto (through the host when the client can elicit, else the "
-        "approval token), elicitation (only through the host), token (always the approval token)",
+        "approval token), elicitation (only through the host), page (only on this server's confirmation "
+        "page, URL-mode elicitation over authorized Streamable HTTP), token (always the approval token)",
     )
     confirmation_for: Annotated[
         str | None, Setting("OSBP_CONFIRMATION_FOR", "--confirmation-for", metavar="ORG=MODE,...")
@@ -297,6 +298,13 @@ class ServerSettings(BaseSettings):
         if self.confirmation_for is None:
             return self.confirmation
         return PerOrganization(self.confirmation, confirmation_modes(self.confirmation_for, None))
+
+    def page_required(self) -> bool:
+        """Whether some organization (or every one) must be confirmed on the confirmation page."""
+        policy = self.confirmation_policy()
+        if isinstance(policy, PerOrganization):
+            return policy.default == "page" or "page" in policy.modes.values()
+        return policy == "page"
 
     @field_validator("now", mode="before")
     @classmethod

@@ -14,6 +14,7 @@ from osbp.server.confirmation import PerOrganization
 from osbp.server.settings import ServerSettings, describe
 
 URL, ORG = "http://127.0.0.1:8400", "carolyns_dental"
+MODES = "auto, elicitation, page, token"
 
 pytestmark = pytest.mark.usefixtures("no_osbp_environment")
 
@@ -217,8 +218,8 @@ def test_confirmation_for_gives_some_organizations_their_own_mode(monkeypatch: p
     ("served", "value", "expected"),
     [
         ("a,b", "z=token", "names z, which this server does not serve (--organization-id)"),
-        ("a,b", "a=never", "each item must be an organization id, = and a mode (auto, elicitation, token)"),
-        ("a,b", "a", "each item must be an organization id, = and a mode (auto, elicitation, token)"),
+        ("a,b", "a=never", f"each item must be an organization id, = and a mode ({MODES})"),
+        ("a,b", "a", f"each item must be an organization id, = and a mode ({MODES})"),
         ("a,b", "a=token,a=auto", "names a twice"),
     ],
 )
@@ -234,6 +235,19 @@ def test_a_bad_confirmation_for_is_one_line_naming_the_setting(
     assert describe(caught.value) == (
         f"invalid configuration: --confirmation-for / OSBP_CONFIRMATION_FOR: {expected} (got {value!r})"
     )
+
+
+def test_the_page_mode_is_required_anywhere_it_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Platform choice (docs/server.md): page, everywhere or for one organization, requires the page."""
+    monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", URL)
+    monkeypatch.setenv("OSBP_ORGANIZATION_ID", "a,b")
+    assert ServerSettings().page_required() is False
+    monkeypatch.setenv("OSBP_CONFIRMATION_FOR", "b=page")
+    assert ServerSettings().confirmation_policy() == PerOrganization("auto", {"b": "page"})
+    assert ServerSettings().page_required() is True
+    monkeypatch.delenv("OSBP_CONFIRMATION_FOR")
+    monkeypatch.setenv("OSBP_CONFIRMATION", "page")
+    assert ServerSettings().page_required() is True
 
 
 def test_confirmation_for_names_any_organization_when_every_one_is_served(
