@@ -12,7 +12,8 @@ here, in the shared state store (every replica sees it), by the id's hash:
   the round is ``accepted`` after that (a round already declined stays declined).
 
 A record outlives the round's request state (``expires_at`` is the answer's time plus the state's
-lifetime), so no echo of the state can find it gone.
+lifetime), so no echo of the state can find it gone; the purge (:mod:`osbp.protocol.retention`) deletes it
+after that.
 """
 
 from __future__ import annotations

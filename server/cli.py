@@ -23,6 +23,8 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from datetime import timedelta
 from functools import partial
 from typing import NoReturn, cast
 
@@ -30,8 +32,9 @@ import anyio
 import anyio.abc
 from pydantic import ValidationError
 
-from osbp.protocol.clock import Clock
+from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.contract import BookingAdapter
+from osbp.protocol.retention import DEFAULT_RETENTION, StatePurge
 from osbp.protocol.state import StateBackend
 from osbp.protocol.timeutil import format_instant
 from osbp.server._sdk import stdio_server
@@ -40,6 +43,7 @@ from osbp.server.audit import AuditLog
 from osbp.server.compose import close_parts, compose
 from osbp.server.confirmation import ConfirmationPolicy
 from osbp.server.logs import configure_logging
+from osbp.server.purge import purging
 from osbp.server.settings import ServerSettings, describe, nest, settings_of
 from osbp.server.stdin import StdinLines
 from osbp.server.stdout import claimed_stdout
@@ -131,7 +135,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(parts)
     try:
         status = anyio.run(
-            partial(serve, confirmation=settings.confirmation_policy(), state=parts.state),
+            partial(
+                serve,
+                confirmation=settings.confirmation_policy(),
+                state=parts.state,
+                retention=settings.state_retention(),
+            ),
             parts.adapter,
             parts.audit,
             parts.clock,
@@ -186,15 +195,20 @@ async def serve(
     *,
     confirmation: ConfirmationPolicy = "auto",
     state: StateBackend | None = None,
+    retention: timedelta = DEFAULT_RETENTION,
 ) -> int:
     """Serve MCP over this process's stdio; always closes the adapter and the audit log.
 
-    ``state``: the OSBP state store, where the answers to confirmation rounds are recorded.
+    ``state``: the OSBP state store, where confirmation rounds are recorded and which is purged of expired
+    records (``retention`` past their expiry) in the background while the server serves.
     """
     server = create_server(adapter, audit, clock=clock, confirmation=confirmation, state=state)
     try:
-        async with anyio.create_task_group() as group:
+        async with anyio.create_task_group() as group, AsyncExitStack() as background:
             await group.start(_stop_on_signals, group.cancel_scope)
+            if state is not None:
+                purge = StatePurge(state, clock or SystemClock(), retention=retention)
+                await background.enter_async_context(purging(purge))
             where = {"platform": adapter.platform.to_wire(), "audit": str(audit.path)}
             logger.info("serving_stdio", extra=where)
             stdin = StdinLines(sys.stdin.fileno())

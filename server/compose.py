@@ -63,8 +63,8 @@ class AdapterFactoryError(Exception):
 @dataclass(frozen=True, slots=True)
 class Composition:
     """What the server runs on: the adapter inside the core, the open audit log, the one clock, and the
-    OSBP state store the core keeps its records in (the server records confirmation rounds there too; the
-    adapter closes it)."""
+    OSBP state store the core keeps its records in (the server records confirmation rounds there too and
+    purges its expired records; the adapter closes it)."""
 
     adapter: BookingAdapter
     audit: AuditLog

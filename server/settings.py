@@ -49,6 +49,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 from osbp.adapter.settings import AdapterSettings, Setting
 from osbp.protocol.approval import APPROVAL_TTL
 from osbp.protocol.clock import Clock, FixedClock, SystemClock
+from osbp.protocol.retention import DEFAULT_RETENTION
 from osbp.protocol.state import redacted
 from osbp.protocol.timeutil import parse_instant
 from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
@@ -154,6 +155,7 @@ class _Variables(PydanticBaseSettingsSource):
 #: A token is short-lived (the spec): a day at most, which also keeps every expiry instant representable.
 _LONGEST_TTL_SECONDS = 86_400
 _TTL_RULE = f"be a positive number of seconds, at most {_LONGEST_TTL_SECONDS} (a day)"
+_RETENTION_RULE = f"be a number of seconds from 0 to {_LONGEST_TTL_SECONDS} (a day)"
 _INSTANT = "be an RFC 3339 instant with Z or an offset, like 2030-05-06T13:00:00Z"
 #: The SDK's request-state codec derives its AES-256 key from at least 32 bytes of secret randomness.
 REQUEST_STATE_KEY_MIN_LENGTH = 32
@@ -255,6 +257,17 @@ class ServerSettings(BaseSettings):
         description="a --confirmation mode for some of the organizations served (comma-separated ORG=MODE, "
         "e.g. phils_spa=elicitation); the others keep --confirmation",
     )
+    state_retention_seconds: Annotated[
+        float,
+        Setting("OSBP_STATE_RETENTION_SECONDS", "--state-retention-seconds", _RETENTION_RULE, "SECONDS"),
+    ] = Field(
+        default=DEFAULT_RETENTION.total_seconds(),
+        ge=0,
+        le=_LONGEST_TTL_SECONDS,
+        allow_inf_nan=False,
+        description="how long an expired confirmation page, approval or confirmation round is kept before "
+        "the server's purge deletes it (default 600: ten minutes past its expiry)",
+    )
     now: Annotated[AwareDatetime | None, Setting("OSBP_NOW", "--now", _INSTANT, "INSTANT")] = Field(
         default=None,
         description="freeze this process's clock at an RFC 3339 instant; demos, traces and tests only",
@@ -324,6 +337,10 @@ class ServerSettings(BaseSettings):
         if self._clock is None:
             self._clock = FixedClock(self.now) if self.now is not None else SystemClock()
         return self._clock
+
+    def state_retention(self) -> timedelta:
+        """How long expired per-attempt state is kept before the purge deletes it."""
+        return timedelta(seconds=self.state_retention_seconds)
 
     def approval_ttl(self) -> timedelta:
         """How long an approval token stays valid."""

@@ -101,6 +101,7 @@ def test_the_flags_are_the_documented_ones_each_naming_its_variable() -> None:
         "--approval-ttl-seconds",
         "--confirmation",
         "--confirmation-for",
+        "--state-retention-seconds",
         "--now",
         "--transport",
         "--host",
@@ -248,6 +249,24 @@ def test_the_page_mode_is_required_anywhere_it_is_named(monkeypatch: pytest.Monk
     monkeypatch.delenv("OSBP_CONFIRMATION_FOR")
     monkeypatch.setenv("OSBP_CONFIRMATION", "page")
     assert ServerSettings().page_required() is True
+
+
+def test_the_state_retention_defaults_to_ten_minutes_and_reads_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Platform choice (docs/server.md): expired per-attempt state is kept ten minutes unless configured."""
+    monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", URL)
+    monkeypatch.setenv("OSBP_ORGANIZATION_ID", ORG)
+    assert ServerSettings().state_retention() == timedelta(minutes=10)
+    monkeypatch.setenv("OSBP_STATE_RETENTION_SECONDS", "0")
+    assert ServerSettings().state_retention() == timedelta(0)
+    monkeypatch.setenv("OSBP_STATE_RETENTION_SECONDS", "-1")
+    with pytest.raises(ValidationError) as caught:
+        ServerSettings()
+    assert describe(caught.value) == (
+        "invalid configuration: --state-retention-seconds / OSBP_STATE_RETENTION_SECONDS must be a number of "
+        "seconds from 0 to 86400 (a day) (got '-1')"
+    )
 
 
 def test_confirmation_for_names_any_organization_when_every_one_is_served(
