@@ -59,7 +59,8 @@ CONFIRMATION_UNAVAILABLE = "confirmation_unavailable"
 ConfirmationMode = Literal["token", "elicitation", "url"]
 #: What became of one summary put to a confirmation. ``challenged``: a token challenge went to the agent;
 #: ``token``: a valid approval token; ``asked``: the host was asked and the answer is still to come.
-#: ``pending``: the retry came before the user answered the confirmation page. ``code_*``: the platform
+#: ``pending``: the retry came before the user answered the confirmation page. ``spent``: the retry
+#: answered a round already declined or dismissed (an echo of its state). ``code_*``: the platform
 #: wanted a verification code, and the host was asked for it (the code itself is never recorded).
 Answer = Literal[
     "challenged",
@@ -72,6 +73,7 @@ Answer = Literal[
     "timeout",
     "host_error",
     "unavailable",
+    "spent",
     "code_asked",
     "code_entered",
     "code_refused",

@@ -7,7 +7,8 @@ hash and text, and an expiry (the approval TTL). It is reached at a URL carrying
 answer a page, and every replica on the store sees the same pages.
 
 A page goes ``pending`` → ``confirmed`` or ``declined`` (the user's answer on the page, once, before it
-expires) → ``used`` (the confirmed booking.create that redeemed it, once). Each step is one conditional
+expires) → ``used`` (the confirmed booking.create that redeemed it, once); the host's decline of the URL
+declines it too, whatever the page held, unless it was used. Each step is one conditional
 ``UPDATE`` in one transaction, so of two answers, or two redemptions, exactly one wins. The summary text
 is kept only while the page can still be shown; an answered page keeps its hashes only.
 """
@@ -161,6 +162,21 @@ class ConfirmationPages:
                 return spend(db)
 
         return await self._state.run(redeem)
+
+    async def decline(self, key: str, subject_hash: str, payload_hash: str) -> None:
+        """The host declined (or dismissed) opening this page: it is declined now, never confirmable."""
+        now = self._now()
+
+        def update() -> None:
+            with self._state.write() as db:
+                db.execute(
+                    "UPDATE confirmation_pages SET state = 'declined', summary = '', answered_at = ? "
+                    "WHERE page_hash = ? AND subject_hash = ? AND payload_hash = ? "
+                    "AND state IN ('pending', 'confirmed')",
+                    (now, key, subject_hash, payload_hash),
+                )
+
+        await self._state.run(update)
 
 
 def _unanswerable(state: str, expires_at: int, now: int) -> PageAnswer | None:

@@ -83,6 +83,11 @@ class OsbpCore:
         )
 
     @property
+    def state(self) -> StateBackend:
+        """The state store this core keeps its records in (closed by :meth:`aclose`)."""
+        return self._store
+
+    @property
     def platform(self) -> PlatformIdentity:
         """The platform adapter's static identity."""
         return self.adapter.platform

@@ -1,6 +1,7 @@
 """The local OSBP state file: one SQLite database for idempotency records, pending approvals, the
-booking snapshots taken when a create settled (booking.status's documented not-fresh fallback) and the
-URL-mode confirmation pages (:mod:`osbp.protocol.confirmation_pages`, secrets kept as hashes only).
+booking snapshots taken when a create settled (booking.status's documented not-fresh fallback), the
+URL-mode confirmation pages (:mod:`osbp.protocol.confirmation_pages`, secrets kept as hashes only) and
+the answered confirmation rounds (:mod:`osbp.protocol.confirmation_rounds`).
 
 The file (default ``.osbp/state/osbp.sqlite3``, any path when configured) is
 shared safely by threads and processes: WAL journaling, a busy timeout, and every read-then-write
@@ -107,6 +108,16 @@ CREATE TABLE IF NOT EXISTS confirmation_pages (
     expires_at     INTEGER NOT NULL,
     answered_at    INTEGER
 );
+CREATE INDEX IF NOT EXISTS confirmation_pages_by_expiry ON confirmation_pages (expires_at);
+CREATE INDEX IF NOT EXISTS approvals_by_expiry ON approvals (expires_at);
+CREATE TABLE IF NOT EXISTS confirmation_rounds (
+    round_hash     TEXT PRIMARY KEY,
+    payload_hash   TEXT NOT NULL,
+    answer         TEXT NOT NULL CHECK (answer IN ('accepted', 'declined')),
+    answered_at    INTEGER NOT NULL,
+    expires_at     INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS confirmation_rounds_by_expiry ON confirmation_rounds (expires_at);
 """
 )
 
@@ -309,6 +320,9 @@ class StateStore:
         )
         connection.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
         connection.execute("PRAGMA synchronous=NORMAL")
+        # Freed bytes are zeroed: a summary cleared from an answered page, or a row the purge deleted
+        # (osbp.protocol.retention), does not linger in the file's free space.
+        connection.execute("PRAGMA secure_delete=ON")
         return connection
 
     def _forget_inherited(self) -> None:
@@ -393,6 +407,13 @@ class StateStore:
         """A pooled connection for a single consistent read (outside any transaction)."""
         with self._lent() as connection:
             yield connection
+
+    def checkpoint(self) -> bool:
+        """Copy the WAL into the file and truncate it (the purge's last step: deleted rows' old versions
+        leave the WAL too); ``False`` when a reader's snapshot kept it from completing (the next one will)."""
+        with self._lent() as connection:
+            busy: int = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        return busy == 0
 
     def close(self) -> None:
         """Close the idle pooled connections (the store reopens on its next use)."""

@@ -13,6 +13,7 @@ clients one after another.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
@@ -25,10 +26,12 @@ from mcp.types import (
 )
 
 from osbp import __version__
-from osbp.protocol.clock import Clock
+from osbp.protocol.clock import Clock, SystemClock
+from osbp.protocol.confirmation_rounds import ConfirmationRounds
 from osbp.protocol.contract import BookingAdapter
 from osbp.protocol.principal import Principal, acting_for
 from osbp.protocol.schemas import tool_input_schema
+from osbp.protocol.state import StateBackend
 from osbp.protocol.tools import mcp_tool_name
 from osbp.server._sdk import Server, ServerRequestContext
 from osbp.server.audit import AuditLog
@@ -76,6 +79,7 @@ def create_server(
     confirmation_timeout: float = CONFIRMATION_TIMEOUT_S,
     request_state: RequestStateSecurity | None = None,
     site: ConfirmationSite | None = None,
+    state: StateBackend | None = None,
 ) -> Server[Any]:
     """The MCP server exposing OSBP's eight tools over ``adapter``, auditing into ``audit``.
 
@@ -83,9 +87,21 @@ def create_server(
     ``confirmation`` says who confirms a booking (:mod:`osbp.server.confirmation`): through the host
     when the client can elicit (``auto``), only through the host (``elicitation``), or always by token.
     ``request_state`` seals the multi-round-trip confirmation's state (default: a key of this process
-    only); ``site``, the confirmation pages of URL mode (remote serving only).
+    only); ``site``, the confirmation pages of URL mode (remote serving only). ``state`` is the OSBP state
+    store where the answers to those rounds are recorded, so a declined round stays declined on every
+    replica; without it no round is asked (a 2026-07-28 client that elicits is refused, not downgraded).
     """
     dispatcher = ToolDispatcher(adapter, audit, clock=clock, new_event_id=new_event_id)
+    # Seals the multi-round-trip confirmation's request state (summary and payload hashes, the round id)
+    # under the given key ring (else a key of this process), bound to the call's tool and arguments and,
+    # when authenticated, to the caller: a client can echo it, not forge, move or hand it to another user.
+    security = request_state if request_state is not None else RequestStateSecurity.ephemeral()
+    # A round's answer is kept as long as its sealed state can be echoed.
+    rounds = (
+        ConfirmationRounds(state, clock or SystemClock(), timedelta(seconds=security.ttl))
+        if state is not None
+        else None
+    )
     tools = mcp_tools()
 
     async def list_tools(
@@ -98,7 +114,9 @@ def create_server(
     ) -> CallToolResult | InputRequiredResult:
         confirmer = None
         if params.name == _CREATE:
-            confirmer = confirmer_for(ctx, params, confirmation, timeout=confirmation_timeout, site=site)
+            confirmer = confirmer_for(
+                ctx, params, confirmation, timeout=confirmation_timeout, site=site, rounds=rounds
+            )
         if principal_of is None:
             return await dispatcher.call(params.name, params.arguments, confirmer=confirmer)
         with acting_for(principal_of(ctx.request)):
@@ -117,9 +135,5 @@ def create_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
-    # Seals the multi-round-trip confirmation's request state (summary and payload hashes) under the
-    # given key ring (else a key of this process), bound to the call's tool and arguments and, when
-    # authenticated, to the caller: a client can echo it, not forge, move or hand it to another user.
-    security = request_state if request_state is not None else RequestStateSecurity.ephemeral()
     server.middleware.append(RequestStateBoundary(security, default_audience=SERVER_NAME))
     return server

@@ -23,6 +23,8 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from datetime import timedelta
 from functools import partial
 from typing import NoReturn, cast
 
@@ -30,8 +32,10 @@ import anyio
 import anyio.abc
 from pydantic import ValidationError
 
-from osbp.protocol.clock import Clock
+from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.contract import BookingAdapter
+from osbp.protocol.retention import DEFAULT_RETENTION, StatePurge
+from osbp.protocol.state import StateBackend
 from osbp.protocol.timeutil import format_instant
 from osbp.server._sdk import stdio_server
 from osbp.server.app import create_server
@@ -39,6 +43,7 @@ from osbp.server.audit import AuditLog
 from osbp.server.compose import close_parts, compose
 from osbp.server.confirmation import ConfirmationPolicy
 from osbp.server.logs import configure_logging
+from osbp.server.purge import purging
 from osbp.server.settings import ServerSettings, describe, nest, settings_of
 from osbp.server.stdin import StdinLines
 from osbp.server.stdout import claimed_stdout
@@ -116,12 +121,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if settings.transport == "streamable-http":
         return _main_http(settings)
+    if settings.page_required():
+        # Served over authorized Streamable HTTP only: here the organizations that require it book nothing.
+        logger.warning(
+            "confirmation_page_unavailable",
+            extra={
+                "detail": "--confirmation page over stdio: every booking.create that requires the "
+                "confirmation page is refused (confirmation_unavailable); serve it over streamable-http"
+            },
+        )
     parts = compose(settings)
     if isinstance(parts, str):
         return _fail(parts)
     try:
         status = anyio.run(
-            partial(serve, confirmation=settings.confirmation_policy()),
+            partial(
+                serve,
+                confirmation=settings.confirmation_policy(),
+                state=parts.state,
+                retention=settings.state_retention(),
+            ),
             parts.adapter,
             parts.audit,
             parts.clock,
@@ -175,12 +194,21 @@ async def serve(
     clock: Clock | None = None,
     *,
     confirmation: ConfirmationPolicy = "auto",
+    state: StateBackend | None = None,
+    retention: timedelta = DEFAULT_RETENTION,
 ) -> int:
-    """Serve MCP over this process's stdio; always closes the adapter and the audit log."""
-    server = create_server(adapter, audit, clock=clock, confirmation=confirmation)
+    """Serve MCP over this process's stdio; always closes the adapter and the audit log.
+
+    ``state``: the OSBP state store, where confirmation rounds are recorded and which is purged of expired
+    records (``retention`` past their expiry) in the background while the server serves.
+    """
+    server = create_server(adapter, audit, clock=clock, confirmation=confirmation, state=state)
     try:
-        async with anyio.create_task_group() as group:
+        async with anyio.create_task_group() as group, AsyncExitStack() as background:
             await group.start(_stop_on_signals, group.cancel_scope)
+            if state is not None:
+                purge = StatePurge(state, clock or SystemClock(), retention=retention)
+                await background.enter_async_context(purging(purge))
             where = {"platform": adapter.platform.to_wire(), "audit": str(audit.path)}
             logger.info("serving_stdio", extra=where)
             stdin = StdinLines(sys.stdin.fileno())

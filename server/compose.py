@@ -62,11 +62,14 @@ class AdapterFactoryError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Composition:
-    """What the server runs on: the adapter inside the core, the open audit log and the one clock."""
+    """What the server runs on: the adapter inside the core, the open audit log, the one clock, and the
+    OSBP state store the core keeps its records in (the server records confirmation rounds there too and
+    purges its expired records; the adapter closes it)."""
 
     adapter: BookingAdapter
     audit: AuditLog
     clock: Clock
+    state: StateBackend
 
 
 def reference_adapter(settings: ServerSettings) -> PlatformAdapter:
@@ -124,7 +127,7 @@ def compose(settings: ServerSettings) -> Composition | str:
     clock = settings.clock()
     core = OsbpCore(adapter, state=state, clock=clock, approval_ttl=settings.approval_ttl())
     if settings.transport == "stdio":
-        return Composition(adapter=core, audit=audit, clock=clock)
+        return Composition(adapter=core, audit=audit, clock=clock, state=state)
     # Remote: the one organization behind the router, which refuses it to a token that may not act for it.
     organization_id = adapter.organization_id
     router = OrganizationRouter(
@@ -135,7 +138,7 @@ def compose(settings: ServerSettings) -> Composition | str:
         clock=clock,
     )
     router.core(organization_id)
-    return Composition(adapter=router, audit=audit, clock=clock)
+    return Composition(adapter=router, audit=audit, clock=clock, state=state)
 
 
 def _compose_many(settings: ServerSettings, served: tuple[str, ...] | None) -> Composition | str:
@@ -164,7 +167,7 @@ def _compose_many(settings: ServerSettings, served: tuple[str, ...] | None) -> C
         clock=clock,
         default_service_id=settings.adapter.default_service_id,
     )
-    return Composition(adapter=router, audit=audit, clock=clock)
+    return Composition(adapter=router, audit=audit, clock=clock, state=state)
 
 
 def _open_files(settings: ServerSettings) -> tuple[StateBackend, AuditLog] | str:

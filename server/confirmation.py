@@ -9,7 +9,9 @@
   an ``input_required`` result asking the user through the host, with the summary hash and the payload hash
   in the request state (sealed by the SDK's :class:`~mcp.server.request_state.RequestStateBoundary`, bound
   to the tool's arguments); the client's retry carries the answer, and only an accept bound to the hash of
-  the summary the retry resolves books;
+  the summary the retry resolves books. Each round carries a random round id, and its answer is recorded
+  durably (:mod:`osbp.protocol.confirmation_rounds`): a round declined or dismissed once stays declined,
+  so a client echoing its state again with an accept books nothing;
 * an earlier client: :class:`ElicitingConfirmer` sends the classic in-request ``elicitation/create`` and
   waits for the answer (bounded by a timeout); the pipeline then resolves the facts again;
 * when the platform then wants the customer's verification code and the call carries none, both
@@ -17,6 +19,8 @@
   platform and never into the agent's context or the audit log;
 * ``elicitation`` policy with a client that cannot elicit: :class:`RefusingConfirmer`, a Problem saying so
   instead of a token;
+* ``page`` policy: only the confirmation page (URL mode below); any other client, or a server that serves
+  no page (stdio), gets :class:`RefusingConfirmer`'s Problem, never the form and never a token;
 * a :class:`PerOrganization` policy (``--confirmation-for``) applies the mode of the organization the
   call's mandate names, so one server can confirm one merchant's bookings only through the host and
   another's always by token, whatever the client declared.
@@ -25,7 +29,8 @@
   the page's origin loopback or HTTPS), a 2026-07-28 client that declares URL-mode elicitation:
   :class:`PageConfirmer`. Its ``input_required`` result points the host to a confirmation page this
   server hosts, issued for this summary, payload and authenticated subject; the client's retry books only
-  when the page was confirmed for the summary the retry resolves, and spends the page.
+  when the page was confirmed for the summary the retry resolves, and spends the page; the host's decline
+  of the URL declines the page, so no later answer on it confirms anything.
 """
 
 from __future__ import annotations
@@ -55,8 +60,9 @@ from osbp.protocol.confirmation import (
     Refused,
 )
 from osbp.protocol.confirmation_pages import Redemption
+from osbp.protocol.confirmation_rounds import ConfirmationRounds, new_round_id
 from osbp.protocol.idempotency import booking_payload_hash
-from osbp.protocol.models import BookingCreateInput
+from osbp.protocol.models import BookingCreateInput, Problem
 from osbp.protocol.principal import current_principal
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.server._sdk import ServerRequestContext
@@ -84,8 +90,9 @@ __all__ = [
 logger = logging.getLogger("osbp.server")
 
 #: Who confirms: ``auto`` (through the host when the client can elicit, else the token), ``elicitation``
-#: (through the host or not at all), ``token`` (always the spec's token path).
-ConfirmationMode = Literal["auto", "elicitation", "token"]
+#: (through the host or not at all), ``page`` (on this server's confirmation page or not at all),
+#: ``token`` (always the spec's token path).
+ConfirmationMode = Literal["auto", "elicitation", "page", "token"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +144,14 @@ _CANCELLED = problem(
     ProblemCode.REQUIRES_USER_CONFIRMATION,
     "The user dismissed the host's confirmation of this booking without confirming it, so nothing was "
     "booked. Do not retry it unless the user asks to book it again.",
+    retryable=False,
+)
+_SPENT = problem(
+    ProblemCode.REQUIRES_USER_CONFIRMATION,
+    "The user already declined or dismissed this confirmation, and an answer given to it cannot be "
+    "changed, so nothing was booked. Ask the user what they want; if they want this booking after all, "
+    "call booking.create again with the same payload and idempotency_key and without this request state: "
+    "the host asks them anew.",
     retryable=False,
 )
 _TIMED_OUT = problem(
@@ -212,22 +227,41 @@ def _refusal(result: ElicitResult) -> Refused:
     return Refused("decline", _DECLINED) if result.action == "decline" else Refused("cancel", _CANCELLED)
 
 
+_NO_ELICITATION = problem(
+    CONFIRMATION_UNAVAILABLE,
+    "This server requires the user to confirm every booking through the host (MCP elicitation), and this "
+    "client did not declare form elicitation, so nothing was booked and no approval token is issued. Use "
+    "a host that supports elicitation, or route to handoff.request.",
+    retryable=False,
+)
+_PAGE_REQUIRED = problem(
+    CONFIRMATION_UNAVAILABLE,
+    "This merchant requires the user to confirm every booking on this server's confirmation page, which "
+    "the host opens through URL-mode elicitation (MCP 2026-07-28, over this server's Streamable HTTP "
+    "endpoint), and this client did not declare URL-mode elicitation here, so nothing was booked. No "
+    "form and no approval token can stand in for the page. Use a host that supports URL-mode "
+    "elicitation, or route to handoff.request.",
+    retryable=False,
+)
+_NO_ROUNDS = problem(
+    CONFIRMATION_UNAVAILABLE,
+    "This server keeps no record of confirmation rounds, so it cannot ask the user through the host in "
+    "rounds, and nothing was booked. Route to handoff.request.",
+    retryable=False,
+)
+
+
 class RefusingConfirmer:
-    """The operator requires confirmation through the host, and this client cannot elicit."""
+    """The operator requires a confirmation this client (or this server) cannot give: refused, no token."""
+
+    def __init__(self, why: Problem = _NO_ELICITATION, *, mode: str = "elicitation") -> None:
+        self._why = why
+        #: Audited as ``confirmation.mode`` (``url`` when the page was required).
+        self.mode = mode
 
     async def confirm(self, inp: BookingCreateInput, summary: str, summary_hash: str) -> Confirmed | Refused:
         """Always refused: a Problem that says why, never a token."""
-        return Refused(
-            "unavailable",
-            problem(
-                CONFIRMATION_UNAVAILABLE,
-                "This server requires the user to confirm every booking through the host (MCP "
-                "elicitation), and this client did not declare form elicitation, so nothing was booked "
-                "and no approval token is issued. Use a host that supports elicitation, or route to "
-                "handoff.request.",
-                retryable=False,
-            ),
-        )
+        return Refused("unavailable", self._why)
 
 
 class ElicitingConfirmer:
@@ -274,13 +308,15 @@ class ElicitingConfirmer:
 class InputRequiredConfirmer:
     """2026-07-28 multi-round-trip: ask in an ``input_required`` result, decide on the client's retry."""
 
-    def __init__(self, params: CallToolRequestParams) -> None:
+    def __init__(self, params: CallToolRequestParams, rounds: ConfirmationRounds) -> None:
         self._responses = params.input_responses or {}
         self._state = params.request_state
+        self._rounds = rounds
         #: The ``input_required`` result to answer instead of the envelope, once this asked the user.
         self.pending: InputRequiredResult | None = None
-        #: The summary hash the user accepted, once known in this call.
+        #: The summary hash the user accepted, once known in this call, and the round that asked it.
         self._accepted: str | None = None
+        self._round: str | None = None
 
     def _sealed(self, payload_hash: str) -> dict[str, Any] | None:
         """The request state this server sealed in the previous round, if it is this payload's."""
@@ -296,16 +332,29 @@ class InputRequiredConfirmer:
             return None
         return state
 
-    def _answered(self, payload_hash: str) -> tuple[str, ElicitResult] | None:
-        """The summary hash the retry's answer was given to, and the answer, if it is this payload's."""
-        state = self._sealed(payload_hash)
-        if state is None:
-            return None
+    async def _settled(self, state: dict[str, Any], payload_hash: str) -> str | Refused | None:
+        """The summary hash the retry's round stands accepted for, the refusal, or ``None`` (no answer).
+
+        The answer is recorded against the round first: a no spends the round, and an accept counts only
+        if no no came before it (a client echoing a declined round's state books nothing).
+        """
+        round_id = state.get("round")
+        if not isinstance(round_id, str):
+            return None  # sealed by a version without rounds: ask again
         if state.get("accepted") is True:
             # A round that asked for the code: the user accepted this summary in the round before.
-            return state["summary_hash"], ElicitResult(action="accept", content={"confirm": True})
+            standing = await self._rounds.standing(round_id, payload_hash)
+            return str(state["summary_hash"]) if standing == "accepted" else Refused("spent", _SPENT)
         answer = self._responses.get(CONFIRM_KEY)
-        return (state["summary_hash"], answer) if isinstance(answer, ElicitResult) else None
+        if not isinstance(answer, ElicitResult):
+            return None
+        if not _confirmed(answer):
+            await self._rounds.answer(round_id, payload_hash, "declined")
+            return _refusal(answer)  # a no stands, whichever summary it answered
+        if await self._rounds.answer(round_id, payload_hash, "accepted") != "accepted":
+            logger.warning("confirmation_round_replayed", extra={"summary_hash": state["summary_hash"]})
+            return Refused("spent", _SPENT)
+        return str(state["summary_hash"])
 
     def _ask(self, key: str, message: str, schema: dict[str, Any], state: dict[str, Any]) -> None:
         ask = ElicitRequest(params=ElicitRequestFormParams(message=message, requested_schema=schema))
@@ -316,14 +365,16 @@ class InputRequiredConfirmer:
     async def confirm(self, inp: BookingCreateInput, summary: str, summary_hash: str) -> Confirmed | Refused:
         """Confirmed when the retry accepted this very summary; else the user is asked (again)."""
         payload_hash = booking_payload_hash(inp)
-        answered = self._answered(payload_hash)
-        if answered is not None and not _confirmed(answered[1]):
-            return _refusal(answered[1])  # a no stands, whichever summary it answered
-        if answered is not None and answered[0] == summary_hash:
-            self._accepted = summary_hash
+        state = self._sealed(payload_hash)
+        settled = await self._settled(state, payload_hash) if state is not None else None
+        if isinstance(settled, Refused):
+            return settled
+        if settled == summary_hash:
+            assert state is not None  # settled only from a sealed state
+            self._accepted, self._round = summary_hash, state["round"]
             return Confirmed(summary_hash, recheck=False)  # the facts were resolved in this very call
         # First call, or the answer was to another summary (the facts changed): ask about this one.
-        state = {"payload_hash": payload_hash, "summary_hash": summary_hash}
+        state = {"payload_hash": payload_hash, "summary_hash": summary_hash, "round": new_round_id()}
         self._ask(CONFIRM_KEY, confirmation_message(summary), CONFIRM_SCHEMA, state)
         return Refused("asked", _ASKED)
 
@@ -336,7 +387,10 @@ class InputRequiredConfirmer:
         if self._accepted is None:  # pragma: no cover - the pipeline asks for a code only after an accept
             return Refused("code_refused", _NO_CODE)
         payload_hash = booking_payload_hash(inp)
-        state = {"payload_hash": payload_hash, "summary_hash": self._accepted, "accepted": True}
+        state: dict[str, Any] = {"payload_hash": payload_hash, "summary_hash": self._accepted}
+        state["accepted"] = True
+        if self._round is not None:
+            state["round"] = self._round  # the code round stands on the round that accepted
         self._ask(CODE_KEY, CODE_MESSAGE, CODE_SCHEMA, state)
         return Refused("code_asked", _ASKED_CODE)
 
@@ -393,8 +447,15 @@ class PageConfirmer(InputRequiredConfirmer):
     #: Audited as ``confirmation.mode = "url"``.
     mode = "url"
 
-    def __init__(self, params: CallToolRequestParams, site: ConfirmationSite, *, forms: bool) -> None:
-        super().__init__(params)
+    def __init__(
+        self,
+        params: CallToolRequestParams,
+        site: ConfirmationSite,
+        rounds: ConfirmationRounds,
+        *,
+        forms: bool,
+    ) -> None:
+        super().__init__(params, rounds)
         self._site = site
         self._forms = forms
 
@@ -409,7 +470,8 @@ class PageConfirmer(InputRequiredConfirmer):
         answer = self._responses.get(CONFIRM_KEY)
         page = state.get("page") if state is not None else None
         if isinstance(page, str) and isinstance(answer, ElicitResult):
-            if answer.action != "accept":  # the user would not open the page
+            if answer.action != "accept":  # the user would not open the page: it is declined for good
+                await self._site.pages.decline(page, subject, payload_hash)
                 return _refusal(answer)
             redeemed = await self._site.pages.redeem(page, subject, payload_hash, summary_hash)
             if redeemed == "confirmed":
@@ -460,17 +522,30 @@ def confirmer_for(
     *,
     timeout: float,
     site: ConfirmationSite | None = None,
+    rounds: ConfirmationRounds | None = None,
 ) -> ElicitingConfirmer | InputRequiredConfirmer | RefusingConfirmer | None:
-    """Who confirms this call's booking (``None``: the token path); ``site``: the confirmation pages."""
+    """Who confirms this call's booking (``None``: the token path).
+
+    ``site``: the confirmation pages (remote serving); ``rounds``: where the answers of 2026-07-28 rounds
+    are recorded (without it no round is asked: the call is refused, never downgraded to the token).
+    """
     if isinstance(policy, PerOrganization):
         policy = policy.mode_for(params)
     if policy == "token":
         return None
     modern = ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS
-    if site is not None and modern and _elicits_url(ctx):
-        return PageConfirmer(params, site, forms=_elicits(ctx))
-    if not _elicits(ctx):
+    on_page = site if modern and _elicits_url(ctx) else None
+    if policy == "page" and on_page is None:
+        # The operator requires the page: never the form, never the token in its stead.
+        return RefusingConfirmer(_PAGE_REQUIRED, mode="url")
+    if not modern:
+        if _elicits(ctx):
+            return ElicitingConfirmer(ctx, timeout=timeout)
         return RefusingConfirmer() if policy == "elicitation" else None
-    if modern:
-        return InputRequiredConfirmer(params)
-    return ElicitingConfirmer(ctx, timeout=timeout)
+    if on_page is None and not _elicits(ctx):
+        return RefusingConfirmer() if policy == "elicitation" else None
+    if rounds is None:
+        return RefusingConfirmer(_NO_ROUNDS)
+    if on_page is not None:
+        return PageConfirmer(params, on_page, rounds, forms=_elicits(ctx))
+    return InputRequiredConfirmer(params, rounds)

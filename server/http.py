@@ -19,7 +19,8 @@ Host confirmation (:mod:`osbp.server.confirmation`) works here for 2026-07-28 cl
 carry their capabilities: the ``input_required`` request state is sealed under ``OSBP_REQUEST_STATE_KEY``
 (:func:`request_state_security`; replicas must share it), and with authorization a client declaring
 URL-mode elicitation confirms on the page at ``/confirm/<secret>`` (:mod:`osbp.server.confirmation_page`,
-outside bearer authorization: a browser has no token; behind the Host/Origin allow-lists).
+outside bearer authorization: a browser has no token; behind the Host/Origin allow-lists). The app's
+lifespan also runs the state purge (:mod:`osbp.server.purge`).
 
 uvicorn adds the connection limits: ``max_connections`` served at once (``503`` beyond), idle keep-alive
 connections closed after 5 s, incomplete HTTP events capped at 64 KiB.
@@ -55,12 +56,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from osbp.protocol.confirmation_pages import ConfirmationPages
 from osbp.protocol.contract import BookingAdapter
+from osbp.protocol.retention import StatePurge
 from osbp.protocol.state import StateBackend, open_state_store
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
 from osbp.server.auth import BOOK, READ, TOOL_SCOPES, VERIFY, JwtVerifier, KeySet, principal_of
 from osbp.server.compose import close_parts
 from osbp.server.confirmation_page import ConfirmationSite
+from osbp.server.purge import purging
 from osbp.server.remote_settings import is_loopback
 from osbp.server.settings import ServerSettings
 from osbp.server.tools import dotted_name
@@ -84,6 +87,11 @@ _METADATA_PATH = "/.well-known/oauth-protected-resource"
 
 def refusal(settings: ServerSettings) -> str | None:
     """Why these settings must not be served over HTTP, or ``None``."""
+    if settings.page_required() and (not settings.auth.enabled or page_origin(settings) is None):
+        return (
+            "--confirmation page needs the confirmation page: authorization (--auth-issuer) and a loopback "
+            "or https resource URL (--resource-url)"
+        )
     http = settings.http
     if is_loopback(http.host):
         return None
@@ -263,17 +271,17 @@ def build_app(
 ) -> Starlette:
     """The ASGI application: the MCP endpoint behind the checks of the module docstring.
 
-    ``state``: the OSBP state store the confirmation pages live in (default: the configured one, opened
-    here when URL-mode confirmation is served, and closed with the app).
+    ``state``: the OSBP state store the confirmation pages and rounds live in (default: the configured
+    one, opened here and closed with the app), purged of expired records while the app runs.
     """
     http = settings.http
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=http.hosts(), allowed_origins=http.origins()
     )
     opened = None
-    if state is None and settings.auth.enabled:
+    if state is None:
         state = opened = open_state_store(settings.adapter.state_path)
-    site = _site(settings, state) if state is not None else None
+    site = _site(settings, state)
     server = create_server(
         adapter,
         audit,
@@ -282,7 +290,9 @@ def build_app(
         confirmation=settings.confirmation_policy(),
         request_state=request_state_security(settings),
         site=site,
+        state=state,
     )
+    purge = StatePurge(state, settings.clock(), retention=settings.state_retention())
     manager = StreamableHTTPSessionManager(
         app=server,
         json_response=True,
@@ -338,7 +348,7 @@ def build_app(
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         try:
-            async with manager.run():
+            async with manager.run(), purging(purge):
                 yield
         finally:
             if opened is not None:

@@ -51,6 +51,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 from osbp.adapter.settings import AdapterSettings, Setting
 from osbp.protocol.approval import APPROVAL_TTL
 from osbp.protocol.clock import Clock, FixedClock, SystemClock
+from osbp.protocol.retention import DEFAULT_RETENTION
 from osbp.protocol.state import redacted
 from osbp.protocol.timeutil import parse_instant
 from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
@@ -156,6 +157,7 @@ class _Variables(PydanticBaseSettingsSource):
 #: A token is short-lived (the spec): a day at most, which also keeps every expiry instant representable.
 _LONGEST_TTL_SECONDS = 86_400
 _TTL_RULE = f"be a positive number of seconds, at most {_LONGEST_TTL_SECONDS} (a day)"
+_RETENTION_RULE = f"be a number of seconds from 0 to {_LONGEST_TTL_SECONDS} (a day)"
 _INSTANT = "be an RFC 3339 instant with Z or an offset, like 2030-05-06T13:00:00Z"
 #: The SDK's request-state codec derives its AES-256 key from at least 32 bytes of secret randomness.
 REQUEST_STATE_KEY_MIN_LENGTH = 32
@@ -266,7 +268,8 @@ class ServerSettings(BaseSettings):
     confirmation: Annotated[ConfirmationMode, Setting("OSBP_CONFIRMATION", "--confirmation")] = Field(
         default="auto",
         description="who confirms a booking: auto (through the host when the client can elicit, else the "
-        "approval token), elicitation (only through the host), token (always the approval token)",
+        "approval token), elicitation (only through the host), page (only on this server's confirmation "
+        "page, URL-mode elicitation over authorized Streamable HTTP), token (always the approval token)",
     )
     confirmation_for: Annotated[
         str | None, Setting("OSBP_CONFIRMATION_FOR", "--confirmation-for", metavar="ORG=MODE,...")
@@ -274,6 +277,17 @@ class ServerSettings(BaseSettings):
         default=None,
         description="a --confirmation mode for some of the organizations served (comma-separated ORG=MODE, "
         "e.g. phils_spa=elicitation); the others keep --confirmation",
+    )
+    state_retention_seconds: Annotated[
+        float,
+        Setting("OSBP_STATE_RETENTION_SECONDS", "--state-retention-seconds", _RETENTION_RULE, "SECONDS"),
+    ] = Field(
+        default=DEFAULT_RETENTION.total_seconds(),
+        ge=0,
+        le=_LONGEST_TTL_SECONDS,
+        allow_inf_nan=False,
+        description="how long an expired confirmation page, approval or confirmation round is kept before "
+        "the server's purge deletes it (default 600: ten minutes past its expiry)",
     )
     now: Annotated[AwareDatetime | None, Setting("OSBP_NOW", "--now", _INSTANT, "INSTANT")] = Field(
         default=None,
@@ -320,6 +334,13 @@ class ServerSettings(BaseSettings):
             return self.confirmation
         return PerOrganization(self.confirmation, confirmation_modes(self.confirmation_for, None))
 
+    def page_required(self) -> bool:
+        """Whether some organization (or every one) must be confirmed on the confirmation page."""
+        policy = self.confirmation_policy()
+        if isinstance(policy, PerOrganization):
+            return policy.default == "page" or "page" in policy.modes.values()
+        return policy == "page"
+
     @field_validator("now", mode="before")
     @classmethod
     def _rfc3339(cls, value: Any) -> Any:
@@ -338,6 +359,10 @@ class ServerSettings(BaseSettings):
         if self._clock is None:
             self._clock = FixedClock(self.now) if self.now is not None else SystemClock()
         return self._clock
+
+    def state_retention(self) -> timedelta:
+        """How long expired per-attempt state is kept before the purge deletes it."""
+        return timedelta(seconds=self.state_retention_seconds)
 
     def approval_ttl(self) -> timedelta:
         """How long an approval token stays valid."""

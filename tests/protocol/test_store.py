@@ -25,7 +25,7 @@ from osbp.protocol.store import StateStore, duration_micros, secret_hash, to_mic
 from tests.support.processes import spawn_together
 from tests.support.state import stored_text
 
-TABLES = {"approvals", "booking_snapshots", "confirmation_pages", "idempotency"}
+TABLES = {"approvals", "booking_snapshots", "confirmation_pages", "confirmation_rounds", "idempotency"}
 
 
 def held_writer(path: Path) -> sqlite3.Connection:

@@ -470,7 +470,8 @@ def test_a_postgresql_state_location_is_opened_and_its_schema_made_at_start(tmp_
     assert done.returncode == 0, done.stderr
     with psycopg.connect(postgres_url) as db:
         tables = {row[0] for row in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-    assert tables == {"approvals", "booking_snapshots", "confirmation_pages", "idempotency"}
+    made = {"approvals", "booking_snapshots", "confirmation_pages", "confirmation_rounds", "idempotency"}
+    assert tables == made
 
 
 #: What a stdio server on SQLite state never runs: the platform's stack, PostgreSQL, migrations, the

@@ -16,16 +16,18 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from mcp.types import ElicitRequestFormParams, ElicitResult, ErrorData, InputRequiredResult
+from mcp.server.request_state import RequestStateSecurity
+from mcp.types import CallToolResult, ElicitRequestFormParams, ElicitResult, ErrorData, InputRequiredResult
 
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.core import OsbpCore
 from osbp.protocol.models import Money
+from osbp.protocol.state import open_state_store
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
-from osbp.server.confirmation import CONFIRM_KEY, ConfirmationPolicy, PerOrganization
+from osbp.server.confirmation import CODE_KEY, CONFIRM_KEY, ConfirmationPolicy, PerOrganization
 from tests.support.mcp import create_args, read_events
 from tests.support.memory_adapter import MemoryAdapter
 
@@ -83,6 +85,7 @@ async def connected(
         new_event_id=lambda: f"aud_test_{next(counter):04d}",
         confirmation=policy,
         confirmation_timeout=wait_s,
+        state=core.state,
     )
     async with Client(server, elicitation_callback=host, mode=mode) as client:
         yield client
@@ -249,7 +252,9 @@ async def test_an_answer_bound_to_another_summary_books_nothing_and_asks_again(
 ) -> None:
     """Platform choice: an accept carried back for another summary (request state) confirms nothing."""
     counter = itertools.count(1)
-    server = create_server(core, audit, clock=clock, new_event_id=lambda: f"aud_x_{next(counter):04d}")
+    server = create_server(
+        core, audit, clock=clock, new_event_id=lambda: f"aud_x_{next(counter):04d}", state=core.state
+    )
     host = answering(accept())
     async with Client(server, elicitation_callback=host) as client:
         first = await client.session.call_tool(
@@ -276,7 +281,7 @@ async def test_a_forged_request_state_is_refused_and_books_nothing(
     core: OsbpCore, adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock
 ) -> None:
     """MCP 2026-07-28 request state: a state the server did not seal is rejected, nothing is booked."""
-    server = create_server(core, audit, clock=clock)
+    server = create_server(core, audit, clock=clock, state=core.state)
     async with Client(server, elicitation_callback=answering(accept())) as client:
         with pytest.raises(Exception, match="Invalid or expired requestState"):
             await client.session.call_tool(
@@ -412,4 +417,136 @@ async def test_no_code_entered_through_the_host_leaves_the_agents_verification_p
     assert envelope["problem"]["code"] == "requires_verification"
     assert envelope["problem"]["retryable"] is True
     assert "verification.send" in envelope["problem"]["message"]
+    assert adapter.creates == 0
+
+
+# --- a client echoing a round's request state: a no is spent, never re-answered -------------------------
+
+
+async def call_round(
+    client: Client, state: str | None = None, **responses: ElicitResult
+) -> CallToolResult | InputRequiredResult:
+    """booking.create as a 2026-07-28 client driving its rounds by hand: the answers and the state."""
+    return await client.session.call_tool(
+        "osbp_booking_create",
+        create_args(),
+        input_responses=dict(responses) or None,
+        request_state=state,
+        allow_input_required=True,
+    )
+
+
+def envelope_of(result: CallToolResult | InputRequiredResult) -> dict[str, Any]:
+    """A final tool result's OSBP envelope."""
+    assert isinstance(result, CallToolResult), result
+    assert isinstance(result.structured_content, dict)
+    return result.structured_content
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+async def test_a_declined_round_echoed_again_with_an_accept_books_nothing_on_any_replica(
+    core: OsbpCore, adapter: MemoryAdapter, audit: AuditLog, audit_path: Path, clock: FixedClock, action: str
+) -> None:
+    """Platform choice (MCP 2026-07-28 input_required): the first no to a round is its answer for good."""
+    sealing = RequestStateSecurity(keys=["k" * 40])  # the key every replica shares
+    # Two replicas, each with its own handle on the shared state.
+    stores = [open_state_store(core.state.location) for _ in range(2)]
+    replicas = [create_server(core, audit, clock=clock, request_state=sealing, state=db) for db in stores]
+    async with (
+        Client(replicas[0], elicitation_callback=answering()) as on_a,
+        Client(replicas[1], elicitation_callback=answering()) as on_b,
+    ):
+        first = await call_round(on_a)
+        assert isinstance(first, InputRequiredResult)
+        refused = envelope_of(
+            await call_round(on_a, first.request_state, **{CONFIRM_KEY: ElicitResult(action=action)})
+        )
+        replayed = envelope_of(await call_round(on_b, first.request_state, **{CONFIRM_KEY: accept()}))
+        again = envelope_of(await call_round(on_a, first.request_state, **{CONFIRM_KEY: accept()}))
+        fresh = await call_round(on_a)
+    assert adapter.creates == 0
+    assert refused["problem"]["code"] == replayed["problem"]["code"] == "requires_user_confirmation"
+    assert replayed["problem"]["retryable"] is False
+    assert "already declined or dismissed" in replayed["problem"]["message"]
+    assert again["problem"] == replayed["problem"]
+    assert isinstance(fresh, InputRequiredResult)  # a new call without the state asks the user anew
+    answers = [
+        event["confirmation"]["answer"] for event in create_events(audit_path) if "confirmation" in event
+    ]
+    assert answers == ["asked", action, "spent", "spent", "asked"]
+
+
+async def test_an_accepted_round_may_be_retried_and_books_once(
+    core: OsbpCore, adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock
+) -> None:
+    """Platform choice: an accept stands; its retry (an answer lost in transit) replays, books no second."""
+    server = create_server(core, audit, clock=clock, state=core.state)
+    async with Client(server, elicitation_callback=answering()) as client:
+        first = await call_round(client)
+        assert isinstance(first, InputRequiredResult)
+        booked = envelope_of(await call_round(client, first.request_state, **{CONFIRM_KEY: accept()}))
+        again = envelope_of(await call_round(client, first.request_state, **{CONFIRM_KEY: accept()}))
+    assert booked["ok"] is True
+    assert again["value"] == booked["value"]
+    assert adapter.creates == 1
+
+
+async def test_a_code_round_stands_on_its_accept_and_a_later_no_to_that_round_spends_it(
+    core: OsbpCore, adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock
+) -> None:
+    """Platform choice: the code round books only while the round it came from stands accepted."""
+    adapter.requires_verification = True
+    adapter.sent_codes.append("731942")
+    server = create_server(core, audit, clock=clock, state=core.state)
+    async with Client(server, elicitation_callback=answering()) as client:
+        first = await call_round(client)
+        assert isinstance(first, InputRequiredResult)
+        coded = await call_round(client, first.request_state, **{CONFIRM_KEY: accept()})
+        assert isinstance(coded, InputRequiredResult), coded
+        refused = envelope_of(
+            await call_round(client, first.request_state, **{CONFIRM_KEY: ElicitResult(action="decline")})
+        )
+        code = ElicitResult(action="accept", content={"code": "731942"})
+        replayed = envelope_of(await call_round(client, coded.request_state, **{CODE_KEY: code}))
+    assert refused["problem"]["code"] == "requires_user_confirmation"
+    assert replayed["problem"]["code"] == "requires_user_confirmation"
+    assert "already declined or dismissed" in replayed["problem"]["message"]
+    assert adapter.creates == 0
+
+
+# --- the operator requires the confirmation page ------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_required_page_is_never_replaced_by_the_form_or_a_token(
+    core: OsbpCore, adapter: MemoryAdapter, audit: AuditLog, audit_path: Path, clock: FixedClock, mode: str
+) -> None:
+    """Platform choice (--confirmation page): no page here (in memory, like stdio), so no booking at all."""
+    host = answering(accept())
+    per_org = PerOrganization("token", {adapter.organization_id: "page"})
+    for policy in ("page", per_org):
+        async with connected(core, audit, clock, host, mode=mode, policy=policy) as client:
+            envelope = await create(client)
+        problem = envelope["problem"]
+        assert problem["code"] == "confirmation_unavailable"
+        assert problem["retryable"] is False
+        assert "confirmation page" in problem["message"]
+        assert not APPROVAL_TOKEN_PATTERN.search(problem["message"])
+        last = create_events(audit_path)[-1]["confirmation"]
+        assert (last["mode"], last["answer"]) == ("url", "unavailable")
+    assert host.shown == []
+    assert adapter.creates == 0
+
+
+async def test_without_a_state_store_no_round_is_asked_and_nothing_is_booked(
+    core: OsbpCore, adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock
+) -> None:
+    """Platform choice (fail closed): a round whose answer cannot be recorded is never asked."""
+    server = create_server(core, audit, clock=clock)
+    host = answering(accept())
+    async with Client(server, elicitation_callback=host) as client:
+        envelope = await create(client)
+    assert envelope["problem"]["code"] == "confirmation_unavailable"
+    assert not APPROVAL_TOKEN_PATTERN.search(envelope["problem"]["message"])
+    assert host.shown == []
     assert adapter.creates == 0

@@ -62,7 +62,9 @@ def accept() -> ElicitResult:
     return ElicitResult(action="accept", content={"confirm": True})
 
 
-def settings_for(tmp_path: Path, *, issuer: Issuer | None = None, key: str | None = KEY) -> ServerSettings:
+def settings_for(
+    tmp_path: Path, *, issuer: Issuer | None = None, key: str | None = KEY, **extra: Any
+) -> ServerSettings:
     """A remote server's settings on the test's shared state file (with authorization if ``issuer``)."""
     auth = {"issuer": ISSUER, "jwks": str(issuer.jwks_path)} if issuer is not None else {}
     return ServerSettings(
@@ -75,6 +77,7 @@ def settings_for(tmp_path: Path, *, issuer: Issuer | None = None, key: str | Non
         audit_log_path=tmp_path / "audit" / "events.jsonl",
         auth=auth,
         request_state_key=key,
+        **extra,
     )
 
 
@@ -512,3 +515,59 @@ async def test_after_the_page_the_verification_code_is_collected_in_the_hosts_fo
     confirmation = create_events(tmp_path)[-1]["confirmation"]
     assert confirmation["answer"] == "code_entered"
     assert confirmation["mode"] == "url"
+
+
+async def test_a_url_the_host_declined_declines_its_page_and_no_later_answer_books(
+    adapter: MemoryAdapter, served: Served
+) -> None:
+    """Platform choice (URL mode): the host's no spends the page; confirming it afterwards books nothing."""
+    http, client = served.http, served.client
+    first = await first_round(client)
+    url = page_url(first)
+    declined = envelope_of(await retry(client, first, ElicitResult(action="decline")))
+    shown = await http.get(url, headers={"Authorization": ""})
+    late = await http.post(
+        url, data={"decision": "confirm", "summary_hash": "0" * 64}, headers={"Origin": ORIGIN}
+    )
+    replayed = envelope_of(await retry(client, first))
+    assert declined["problem"]["code"] == "requires_user_confirmation"
+    assert (shown.status_code, late.status_code) == (409, 409)
+    assert replayed["problem"]["code"] == "requires_user_confirmation"
+    assert replayed["problem"]["retryable"] is False
+    assert adapter.creates == 0
+
+
+async def test_a_required_page_refuses_a_client_declaring_only_form_elicitation(
+    adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, tmp_path: Path, issuer: Issuer, alice: str
+) -> None:
+    """Platform choice (--confirmation page): the page or nothing; the form is never offered instead."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": CREATE,
+            "arguments": create_args(),
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            },
+        },
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": CREATE,
+    }
+    settings = settings_for(tmp_path, issuer=issuer, confirmation="page")
+    async with replica(adapter, audit, clock, settings, alice) as http:
+        answer = await http.post("/mcp", content=json.dumps(body), headers=headers)
+        async with mcp_client(http, never) as both:  # form and URL: the page
+            asked = await first_round(both)
+    result = answer.json()["result"]
+    assert result.get("resultType") != "input_required", result
+    assert result["structuredContent"]["problem"]["code"] == "confirmation_unavailable"
+    assert page_url(asked).startswith(f"{ORIGIN}/confirm/")
+    assert adapter.creates == 0

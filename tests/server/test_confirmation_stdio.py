@@ -17,12 +17,14 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.types import ElicitRequestFormParams, ElicitResult
+from mcp.types import CallToolResult, ElicitRequestFormParams, ElicitResult, InputRequiredResult
 
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.timeutil import format_instant
+from osbp.server.confirmation import CONFIRM_KEY
 from tests.support.mcp import NOW, create_args, read_events
 from tests.support.paths import REPO
+from tests.support.stdio import StdioServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -113,3 +115,64 @@ async def test_required_elicitation_over_stdio_refuses_a_client_without_it(tmp_p
         envelope = await create(client)
     assert envelope["problem"]["code"] == "confirmation_unavailable"
     assert not APPROVAL_TOKEN_PATTERN.search(envelope["problem"]["message"])
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_required_page_over_stdio_refuses_a_client_that_elicits_and_shows_no_form(
+    tmp_path: Path, mode: str
+) -> None:
+    """Platform choice (OSBP_CONFIRMATION=page): stdio serves no page, so the form never stands in for it."""
+    host = Host("accept")
+    async with stdio(tmp_path, host, mode=mode, OSBP_CONFIRMATION="page") as client:
+        envelope = await create(client)
+    assert envelope["problem"]["code"] == "confirmation_unavailable"
+    assert "confirmation page" in envelope["problem"]["message"]
+    assert not APPROVAL_TOKEN_PATTERN.search(envelope["problem"]["message"])
+    assert host.shown == []
+    assert "confirmation_page_unavailable" in (tmp_path / "server.stderr").read_text(encoding="utf-8")
+
+
+def test_a_required_page_over_stdio_refuses_a_client_declaring_only_form_elicitation(tmp_path: Path) -> None:
+    """Platform choice (OSBP_CONFIRMATION_FOR=ORG=page): a form-only client gets no form and no token."""
+    env = {
+        "OSBP_ADAPTER_FACTORY": PLUGIN,
+        "OSBP_PLATFORM_BASE_URL": "http://127.0.0.1:9",
+        "OSBP_ORGANIZATION_ID": "org_test",
+        "OSBP_CONFIRMATION_FOR": "org_test=page",
+        "OSBP_STATE_PATH": str(tmp_path / "state.sqlite3"),
+        "OSBP_AUDIT_LOG_PATH": str(tmp_path / "audit.jsonl"),
+        "OSBP_NOW": format_instant(NOW),
+    }
+    with StdioServer(env, capabilities={"elicitation": {"form": {}}}) as server:
+        envelope = server.call("osbp_booking_create", create_args())
+    assert envelope is not None
+    assert envelope["problem"]["code"] == "confirmation_unavailable"
+    assert not APPROVAL_TOKEN_PATTERN.search(envelope["problem"]["message"])
+    [event] = [e for e in read_events(tmp_path / "audit.jsonl") if e["tool_name"] == "booking.create"]
+    assert event["confirmation"]["mode"] == "url"
+    assert event["confirmation"]["answer"] == "unavailable"
+
+
+async def test_a_declined_round_over_stdio_echoed_with_an_accept_books_nothing(tmp_path: Path) -> None:
+    """Platform choice (MCP 2026-07-28 input_required over stdio): a declined round stays declined."""
+    async with stdio(tmp_path, Host("accept")) as client:
+        first = await client.session.call_tool(
+            "osbp_booking_create", create_args(), allow_input_required=True
+        )
+        assert isinstance(first, InputRequiredResult), first
+        answers = []
+        for action in ("decline", "accept"):
+            answer = ElicitResult(action=action, content={"confirm": True} if action == "accept" else None)
+            result = await client.session.call_tool(
+                "osbp_booking_create",
+                create_args(),
+                input_responses={CONFIRM_KEY: answer},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            assert isinstance(result, CallToolResult), result
+            answers.append(result.structured_content)
+        status = await client.call_tool("osbp_booking_status", {"booking_id": "appt_idem_test_001"})
+    assert [envelope["problem"]["code"] for envelope in answers] == ["requires_user_confirmation"] * 2
+    assert "already declined or dismissed" in answers[1]["problem"]["message"]
+    assert status.structured_content["problem"]["code"] == "booking_not_found"

@@ -372,3 +372,33 @@ def test_a_non_loopback_address_needs_allow_remote_and_authorization(
     assert done.stderr.startswith("osbp mcp: --host 0.0.0.0")
     assert named in done.stderr
     assert not (tmp_path / ".osbp").exists()  # refused before any file was created
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [(), ("--auth-issuer", ISSUER, "--resource-url", "http://osbp.example/mcp")],
+    ids=["no_auth", "plain_http_origin"],
+)
+def test_a_required_page_that_cannot_be_served_is_refused_at_start(
+    tmp_path: Path, extra: tuple[str, ...]
+) -> None:
+    """Platform choice (--confirmation page): without a page to send users to, the server does not start."""
+    env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG") if key in os.environ}
+    env |= {
+        "PYTHONPATH": str(REPO),
+        "OSBP_PLATFORM_BASE_URL": "http://127.0.0.1:9",
+        "OSBP_ORGANIZATION_ID": ORG,
+        "OSBP_CONFIRMATION": "page",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "osbp", "mcp", "--transport", "streamable-http", "--port", "0", *extra],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("osbp mcp: --confirmation page needs the confirmation page")
+    assert not (tmp_path / ".osbp").exists()  # refused before any file was created

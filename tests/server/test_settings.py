@@ -17,6 +17,7 @@ URL, ORG = "http://127.0.0.1:8400", "carolyns_dental"
 #: Request-state keys as `secrets.token_hex(32)` makes them (fixed here: tests only, never secret).
 GOOD_KEY = "44003de6770004fa7886c3516d481945e89a2334bc26224d645e2e99cdd5db7c"
 OLD_KEY = "f9e688edf02a4032bb0ee23addae03c3f18a65b984228fcd5dbd381e91d309f6"
+MODES = "auto, elicitation, page, token"
 
 pytestmark = pytest.mark.usefixtures("no_osbp_environment")
 
@@ -103,6 +104,7 @@ def test_the_flags_are_the_documented_ones_each_naming_its_variable() -> None:
         "--approval-ttl-seconds",
         "--confirmation",
         "--confirmation-for",
+        "--state-retention-seconds",
         "--now",
         "--transport",
         "--host",
@@ -220,8 +222,8 @@ def test_confirmation_for_gives_some_organizations_their_own_mode(monkeypatch: p
     ("served", "value", "expected"),
     [
         ("a,b", "z=token", "names z, which this server does not serve (--organization-id)"),
-        ("a,b", "a=never", "each item must be an organization id, = and a mode (auto, elicitation, token)"),
-        ("a,b", "a", "each item must be an organization id, = and a mode (auto, elicitation, token)"),
+        ("a,b", "a=never", f"each item must be an organization id, = and a mode ({MODES})"),
+        ("a,b", "a", f"each item must be an organization id, = and a mode ({MODES})"),
         ("a,b", "a=token,a=auto", "names a twice"),
     ],
 )
@@ -236,6 +238,37 @@ def test_a_bad_confirmation_for_is_one_line_naming_the_setting(
         ServerSettings()
     assert describe(caught.value) == (
         f"invalid configuration: --confirmation-for / OSBP_CONFIRMATION_FOR: {expected} (got {value!r})"
+    )
+
+
+def test_the_page_mode_is_required_anywhere_it_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Platform choice (docs/server.md): page, everywhere or for one organization, requires the page."""
+    monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", URL)
+    monkeypatch.setenv("OSBP_ORGANIZATION_ID", "a,b")
+    assert ServerSettings().page_required() is False
+    monkeypatch.setenv("OSBP_CONFIRMATION_FOR", "b=page")
+    assert ServerSettings().confirmation_policy() == PerOrganization("auto", {"b": "page"})
+    assert ServerSettings().page_required() is True
+    monkeypatch.delenv("OSBP_CONFIRMATION_FOR")
+    monkeypatch.setenv("OSBP_CONFIRMATION", "page")
+    assert ServerSettings().page_required() is True
+
+
+def test_the_state_retention_defaults_to_ten_minutes_and_reads_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Platform choice (docs/server.md): expired per-attempt state is kept ten minutes unless configured."""
+    monkeypatch.setenv("OSBP_PLATFORM_BASE_URL", URL)
+    monkeypatch.setenv("OSBP_ORGANIZATION_ID", ORG)
+    assert ServerSettings().state_retention() == timedelta(minutes=10)
+    monkeypatch.setenv("OSBP_STATE_RETENTION_SECONDS", "0")
+    assert ServerSettings().state_retention() == timedelta(0)
+    monkeypatch.setenv("OSBP_STATE_RETENTION_SECONDS", "-1")
+    with pytest.raises(ValidationError) as caught:
+        ServerSettings()
+    assert describe(caught.value) == (
+        "invalid configuration: --state-retention-seconds / OSBP_STATE_RETENTION_SECONDS must be a number of "
+        "seconds from 0 to 86400 (a day) (got '-1')"
     )
 
 

@@ -8,7 +8,7 @@ import psycopg
 
 __all__ = ["stored_text"]
 
-_TABLES = ("idempotency", "approvals", "booking_snapshots", "confirmation_pages")
+_TABLES = ("idempotency", "approvals", "booking_snapshots", "confirmation_pages", "confirmation_rounds")
 
 
 def stored_text(location: str) -> str:

@@ -25,10 +25,18 @@ __all__ = ["StdioServer"]
 class StdioServer:
     """``with StdioServer(env) as server: server.call(tool, arguments)``; ``None`` if the process died."""
 
-    def __init__(self, env: dict[str, str], *, stderr: IO[str] | None = None) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        *,
+        stderr: IO[str] | None = None,
+        capabilities: dict[str, Any] | None = None,
+    ) -> None:
         base = {key: os.environ[key] for key in ("PATH", "HOME", "LANG") if key in os.environ}
         self._env = base | {"PYTHONPATH": str(REPO)} | env
         self._stderr = stderr
+        #: What the client declares at initialize (none by default).
+        self._capabilities = capabilities or {}
         self._process: subprocess.Popen[str] | None = None
         self._next_id = 0
 
@@ -47,7 +55,7 @@ class StdioServer:
             "initialize",
             {
                 "protocolVersion": LATEST_PROTOCOL_VERSION,
-                "capabilities": {},
+                "capabilities": self._capabilities,
                 "clientInfo": {"name": "osbp-crash-tests", "version": "0"},
             },
         )
