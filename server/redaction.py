@@ -6,7 +6,9 @@ redacted, not leaked. Every surviving string is then scrubbed as free text:
 
 * approval tokens in the spec's retry instruction ``approval.token="<token>"`` (the token is redacted,
   the marker stays so a reader still sees that a challenge was issued);
-* phone-shaped and email-shaped substrings (the shapes of :mod:`osbp.protocol.contact_shapes`);
+* email addresses and phone numbers, found as :mod:`osbp.protocol.contact_shapes` finds them (the
+  project's one definition of contact-shaped: RFC 6531 addresses, numbers with a "+" or of ten digits and
+  more in any region, shorter ones by the phonenumbers matcher for the regions it names);
 * every *known* sensitive string, wherever it reappears: the values the allowlist removed from the
   structured input (customer names and contacts, verification codes, approval tokens), the parts of a
   customer's name, and the tokens found in challenge messages.
@@ -32,11 +34,13 @@ prices dozens of times, and scrubbing is a pure function of the string, so the o
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import phonenumbers
+
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
-from osbp.protocol.contact_shapes import EMAIL_PATTERN, PHONE_PATTERNS
+from osbp.protocol.contact_shapes import PHONE_REGIONS, redact_contacts
 
 __all__ = [
     "ALLOWED_KEYS",
@@ -79,7 +83,6 @@ ALLOWED_PATHS: frozenset[tuple[str, str]] = frozenset({("problem", "code")})
 
 _TOKEN_PREFIX = 'approval.token="'  # noqa: S105  not a secret: the literal start of every token match
 _TOKEN_MARKER = _TOKEN_PREFIX + REDACTED + '"'
-_E164_SHAPED, _NATIONAL_SHAPED = PHONE_PATTERNS  # the first needs a "+", the second does not
 _NAME_KEYS = frozenset({"display_name", "given_name", "family_name"})
 
 
@@ -108,7 +111,7 @@ class Scrubber:
         """``text`` scrubbed (the same as :meth:`Redactor.scrub_text` with these known strings)."""
         done = self._scrubbed.get(text)
         if done is None:
-            done = self._scrubbed[text] = _scrub(text, self._pattern)
+            done = self._scrubbed[text] = _scrub(text, self._pattern, self._redactor.regions)
         return done
 
     def _redact(self, node: Any, parent: str) -> Any:
@@ -116,7 +119,7 @@ class Scrubber:
         if isinstance(node, str):
             done = self._scrubbed.get(node)
             if done is None:
-                done = self._scrubbed[node] = _scrub(node, self._pattern)
+                done = self._scrubbed[node] = _scrub(node, self._pattern, self._redactor.regions)
             return done
         if isinstance(node, dict | Mapping):
             allows = self._redactor.allows
@@ -139,10 +142,16 @@ class Redactor:
         allowed_paths: frozenset[tuple[str, str]] = ALLOWED_PATHS,
         *,
         min_known_length: int = 2,
+        regions: Sequence[str] = PHONE_REGIONS,
     ) -> None:
+        unknown = sorted(set(regions) - phonenumbers.SUPPORTED_REGIONS)
+        if unknown:
+            raise ValueError(f"not phonenumbers regions (ISO 3166-1 alpha-2): {', '.join(unknown)}")
         self._allowed_keys = allowed_keys
         self._allowed_paths = allowed_paths
         self._min_known_length = min_known_length
+        #: Where a phone number written without its country code in 7-9 digits is looked up.
+        self.regions: tuple[str, ...] = tuple(regions)
 
     def allows(self, parent: str, key: str) -> bool:
         """Whether the value under ``key`` (inside ``parent``, "" at the top) may be kept."""
@@ -195,19 +204,14 @@ class Redactor:
         return self.prepare(known).redact(value)
 
     def scrub_text(self, text: str, known: Iterable[str] = ()) -> str:
-        """``text`` with approval tokens, phone/email-shaped substrings and ``known`` strings redacted."""
-        return _scrub(text, _known_pattern(known, self._min_known_length))
+        """``text`` with approval tokens, email addresses, phone numbers and ``known`` strings redacted."""
+        return _scrub(text, _known_pattern(known, self._min_known_length), self.regions)
 
 
-def _scrub(text: str, pattern: re.Pattern[str] | None) -> str:
-    # Each substring test is a necessary condition of the pattern after it, checked on the current text,
-    # so skipping a substitution never changes the result; it only spares most strings four regex passes.
+def _scrub(text: str, pattern: re.Pattern[str] | None, regions: Sequence[str]) -> str:
+    # The token first, so its marker stays; contacts before known strings, so a redacted name inside an
+    # address ("Jane.Doe@…") cannot cut the address in two and leave its domain behind.
     if _TOKEN_PREFIX in text:
         text = APPROVAL_TOKEN_PATTERN.sub(_TOKEN_MARKER, text)
-    if pattern is not None:
-        text = pattern.sub(REDACTED, text)
-    if "@" in text:
-        text = EMAIL_PATTERN.sub(REDACTED, text)
-    if "+" in text:
-        text = _E164_SHAPED.sub(REDACTED, text)
-    return _NATIONAL_SHAPED.sub(REDACTED, text)
+    text = redact_contacts(text, REDACTED, regions)
+    return pattern.sub(REDACTED, text) if pattern is not None else text

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
 import string
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from osbp.protocol.contact_shapes import redact_contacts
 from osbp.server.redaction import REDACTED, Redactor
+from tests.support.stdio import StdioServer
 
 TOKEN = "apv_Zx9-secretToken_0123456789abcdef"
 CHALLENGE = (
@@ -211,30 +215,83 @@ def test_a_prepared_scrubber_redacts_exactly_like_the_redactor(first, second, ex
 
 
 def _reference_scrub(text: str, known: set[str] | frozenset[str]) -> str:
-    """The scrubber as first written: every substitution applied, none skipped."""
+    """The scrubber without its memo: token, contacts, known strings, each applied in turn."""
     from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
-    from osbp.protocol.contact_shapes import EMAIL_PATTERN, PHONE_PATTERNS
 
     text = APPROVAL_TOKEN_PATTERN.sub('approval.token="' + REDACTED + '"', text)
+    text = redact_contacts(text, REDACTED)
     strings = sorted({s for s in known if len(s) >= 2 and s != REDACTED}, key=len, reverse=True)
     if strings:
         alternation = "|".join(re.escape(s) for s in strings)
         text = re.sub(rf"(?<![A-Za-z0-9])(?:{alternation})(?![A-Za-z0-9])", REDACTED, text)
-    text = EMAIL_PATTERN.sub(REDACTED, text)
-    for phone in PHONE_PATTERNS:
-        text = phone.sub(REDACTED, text)
     return text
 
 
-def test_the_scrubbers_substring_prechecks_hold_for_the_shared_contact_shapes():
-    """Platform choice: the scrubber skips a pattern only when a substring every match needs is absent."""
-    from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
-    from osbp.protocol.contact_shapes import EMAIL_PATTERN, PHONE_PATTERNS
+#: The strings of the attack test's finding: national numbers of three regions and an RFC 6531 address.
+FINDING = ("2125550199", "07700 900123", "030 12345678", "zoë@exämple.de")
 
-    e164, national = PHONE_PATTERNS  # exactly two: the scrubber runs them as "needs +" and "always"
-    assert e164.pattern.startswith(r"\+")
-    local, domain = EMAIL_PATTERN.pattern.split("@")  # one literal "@", outside any group or option:
-    assert local.count("(") == local.count(")")
-    assert not domain.startswith(("?", "*", "{", "|"))
-    assert APPROVAL_TOKEN_PATTERN.pattern.startswith(r'approval\.token="')
-    assert national.search("call 212-555-0199 today") is not None
+
+@pytest.mark.parametrize(
+    "snapshot",
+    [
+        {
+            "ok": False,
+            "problem": {"code": "slot_taken", "message": "Taken; ring {} instead.", "retryable": False},
+        },
+        {"ok": True, "value": {"id": "receipt_idem_1", "text": "Booked. Questions: {}."}},
+        {"reason": "call {}", "message": "The customer asks to be called on {}."},
+        {"ok": True, "value": [{"description": "Walk-ins: {}", "cancellation_note": "Cancel via {}."}]},
+    ],
+    ids=["problem_message", "receipt_text", "handoff_reason_and_message", "service_texts"],
+)
+@pytest.mark.parametrize("contact", FINDING)
+def test_contacts_in_every_kept_free_text_field_are_redacted(snapshot, contact):
+    """OSBP spec, Audit: contact-shaped phone/email strings in free text are redacted, wherever kept."""
+    filled = json.loads(json.dumps(snapshot).replace("{}", contact))
+    redacted = json.dumps(Redactor().redact(filled), ensure_ascii=False)
+    assert contact not in redacted
+    assert REDACTED in redacted
+
+
+def test_a_redacted_name_inside_an_address_does_not_leave_the_domain_behind():
+    """OSBP spec, Audit: an address is redacted whole, also when a known name part sits inside it."""
+    assert Redactor().scrub_text("Write to Jane.Doe@example.com.", known={"Jane", "Doe"}) == (
+        "Write to [redacted]."
+    )
+
+
+def test_a_redactor_refuses_a_region_phonenumbers_does_not_know():
+    """Platform choice: a misspelt region would silently find nothing, so it is an error at start-up."""
+    with pytest.raises(ValueError, match="XX"):
+        Redactor(regions=("DE", "XX"))
+
+
+@pytest.mark.integration
+def test_contacts_in_a_handoff_message_never_reach_the_real_servers_audit_log(tmp_path):
+    """OSBP spec, Audit and handoff.request: free-text contacts are redacted before the log is written."""
+    audit = tmp_path / "audit" / "events.jsonl"
+    env = {
+        # handoff.request calls no platform: nothing listens here, and nothing is asked.
+        "OSBP_PLATFORM_BASE_URL": "http://127.0.0.1:9",
+        "OSBP_ORGANIZATION_ID": "gus_notary",
+        "OSBP_STATE_PATH": str(tmp_path / "state" / "osbp.sqlite3"),
+        "OSBP_AUDIT_LOG_PATH": str(audit),
+    }
+    message = "Customer asks for a call on {} or {} (office: {}); e-mail {}.".format(*FINDING)
+    with StdioServer(env) as server:
+        handoff = server.call(
+            "osbp_handoff_request",
+            {"reason": f"callback {FINDING[0]}", "message": message, "mandate_id": "m_1"},
+        )
+    assert handoff is not None
+    assert handoff["ok"] is True, handoff
+    log = audit.read_text(encoding="utf-8")
+    [event] = [json.loads(line) for line in log.splitlines()]
+    assert event["tool_name"] == "handoff.request"
+    assert event["input"]["message"] == (
+        "Customer asks for a call on [redacted] or [redacted] (office: [redacted]); e-mail [redacted]."
+    )
+    assert event["input"]["reason"] == "callback [redacted]"
+    unspaced = re.sub(r"\s", "", log)
+    for contact in FINDING:
+        assert re.sub(r"\s", "", contact) not in unspaced, contact
