@@ -12,8 +12,10 @@ knows and the revisions current hosts negotiate. Around it, outermost first:
    metadata, served at ``/.well-known/oauth-protected-resource`` (and at the path-suffixed form RFC 9728
    §3.1 derives from the resource URL).
 3. **The request gate** (:class:`RequestGate`): the body must arrive whole within
-   ``request_timeout_s`` (``408``) and be at most ``max_body_bytes`` (``413``); a ``tools/call`` whose tool
-   needs a scope the token lacks is ``403 insufficient_scope`` naming the scope, before the call runs.
+   ``request_timeout_s`` (``408``) and be at most ``max_body_bytes`` (``413``); a body the SDK cannot read
+   as one JSON-RPC message (a batch, nesting past the parser's limit) is ``400`` with the JSON-RPC error
+   :func:`osbp.server.jsonrpc.screen` answers it with over stdio too; a ``tools/call`` whose tool needs a
+   scope the token lacks is ``403 insufficient_scope`` naming the scope, before the call runs.
 
 Host confirmation (:mod:`osbp.server.confirmation`) works here for 2026-07-28 clients, whose requests
 carry their capabilities: the ``input_required`` request state is sealed under ``OSBP_REQUEST_STATE_KEY``
@@ -45,6 +47,7 @@ from mcp.server.auth.routes import build_resource_metadata_url, create_protected
 from mcp.server.request_state import RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -61,6 +64,7 @@ from osbp.server.audit import AuditLog
 from osbp.server.auth import BOOK, READ, TOOL_SCOPES, VERIFY, JwtVerifier, KeySet, principal_of
 from osbp.server.compose import close_parts
 from osbp.server.confirmation_page import ConfirmationSite
+from osbp.server.jsonrpc import screen
 from osbp.server.remote_settings import is_loopback
 from osbp.server.settings import ServerSettings
 from osbp.server.tools import dotted_name
@@ -109,8 +113,10 @@ def resource_url(settings: ServerSettings) -> str:
     return f"http://{shown}:{settings.http.port}{MCP_PATH}"
 
 
-async def _answer(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
-    payload = json.dumps(body).encode()
+async def _answer(
+    send: Send, status: int, body: dict[str, Any] | bytes, headers: list[tuple[bytes, bytes]]
+) -> None:
+    payload = body if isinstance(body, bytes) else json.dumps(body).encode()
     head = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()), *headers]
     await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": payload})
@@ -160,6 +166,14 @@ class RequestGate:
         if not complete:
             logger.info("request_timed_out", extra={"received_bytes": len(body)})
             await _answer(send, 408, {"error": "request_timeout"}, [(b"connection", b"close")])
+            return
+        if (rejection := screen(bytes(body))) is not None:
+            # The SDK would answer a batch -32602 and its scope check below would fail on deep nesting:
+            # answered here, by the rule stdio uses, with the status the SDK gives each code.
+            fields = {"code": rejection.code, "reason": rejection.reason, "id": rejection.id}
+            logger.info("jsonrpc_request_rejected", extra=fields)
+            error = rejection.response().model_dump_json(by_alias=True, exclude_unset=True).encode()
+            await _answer(send, ERROR_CODE_HTTP_STATUS.get(rejection.code, 400), error, [])
             return
         if self._metadata_url is not None and (missing := self._missing_scope(scope, bytes(body))):
             challenge = (
