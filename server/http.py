@@ -23,8 +23,12 @@ carry their capabilities: the ``input_required`` request state is sealed under `
 URL-mode elicitation confirms on the page at ``/confirm/<secret>`` (:mod:`osbp.server.confirmation_page`,
 outside bearer authorization: a browser has no token; behind the Host/Origin allow-lists).
 
-uvicorn adds the connection limits: ``max_connections`` served at once (``503`` beyond), idle keep-alive
-connections closed after 5 s, incomplete HTTP events capped at 64 KiB.
+Under it all, the edge (:mod:`osbp.server.edge`, on uvicorn): a request's headers within
+``header_timeout_s``, idle keep-alive connections closed after ``keep_alive_s``, at most
+``max_connections_per_client`` connections per client address and ``max_open_connections`` in all (the
+one waiting longest for a request makes room), ``max_connections`` requests served at once (``503``
+beyond), incomplete HTTP events capped at 64 KiB. A ``GET`` of the endpoint is ``405``: a stateless server
+has no stream of its own messages to offer (MCP Streamable HTTP, "Listening for Messages").
 
 :func:`refusal` is the start-up rule: a non-loopback address needs ``--allow-remote`` **and**
 authorization; otherwise the server does not start.
@@ -64,6 +68,7 @@ from osbp.server.audit import AuditLog
 from osbp.server.auth import BOOK, READ, TOOL_SCOPES, VERIFY, JwtVerifier, KeySet, principal_of
 from osbp.server.compose import close_parts
 from osbp.server.confirmation_page import ConfirmationSite
+from osbp.server.edge import RequestLimit, edge_protocol, raise_file_limit
 from osbp.server.jsonrpc import screen
 from osbp.server.remote_settings import is_loopback
 from osbp.server.settings import ServerSettings
@@ -148,6 +153,11 @@ class RequestGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Buffer a POST's body within the limits, check its scopes, and hand it on unchanged."""
+        if scope["type"] == "http" and scope["method"] == "GET":
+            # Stateless: no session, so no server-initiated message could ever go out on a GET's stream; the
+            # transport's answer for a server without one (MCP Streamable HTTP), not a socket held open.
+            await _answer(send, 405, {"error": "method_not_allowed"}, [(b"allow", b"POST")])
+            return
         if scope["type"] != "http" or scope["method"] != "POST":
             await self._app(scope, receive, send)
             return
@@ -363,16 +373,21 @@ async def serve_http(adapter: BookingAdapter, audit: AuditLog, settings: ServerS
     """Serve MCP over Streamable HTTP until SIGTERM/SIGINT; always closes the adapter and the audit log."""
     http = settings.http
     try:
+        open_connections = raise_file_limit(http.max_open_connections)
+        edge = http.model_copy(update={"max_open_connections": open_connections})
         config = uvicorn.Config(
-            build_app(adapter, audit, settings),
+            RequestLimit(build_app(adapter, audit, settings), http.max_connections),
             host=http.host.strip("[]"),
             port=http.port,
+            http=edge_protocol(edge),
+            ws="none",  # no WebSocket upgrade: the endpoint speaks HTTP only
+            # The edge's budgets count the TCP peer; no X-Forwarded-* header may rewrite who the client is.
+            proxy_headers=False,
             log_config=None,
             access_log=False,
             lifespan="on",
-            timeout_keep_alive=5,
+            timeout_keep_alive=http.keep_alive_s,
             timeout_graceful_shutdown=5,
-            limit_concurrency=http.max_connections,
             h11_max_incomplete_event_size=64 * 1024,
         )
         where = {"url": f"http://{http.host}:{http.port}{MCP_PATH}", "audit": str(audit.path)}

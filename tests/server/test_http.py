@@ -296,6 +296,17 @@ async def test_an_oversized_body_is_413(server: RemoteServer, issuer: Issuer) ->
     assert answer.status_code == 413
 
 
+async def test_a_get_of_the_endpoint_is_405_not_a_stream_held_open(
+    server: RemoteServer, issuer: Issuer
+) -> None:
+    """MCP Streamable HTTP, Listening for Messages: a server that offers no stream answers GET with 405;
+    a stateless one has no server-initiated message to put on it, so none is opened to hold a slot."""
+    headers = {"Accept": "text/event-stream", "Authorization": f"Bearer {issuer.token(server.url)}"}
+    answer = httpx2.get(server.url, headers=headers, trust_env=False, timeout=10)
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "POST"
+
+
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
