@@ -12,8 +12,10 @@ knows and the revisions current hosts negotiate. Around it, outermost first:
    metadata, served at ``/.well-known/oauth-protected-resource`` (and at the path-suffixed form RFC 9728
    §3.1 derives from the resource URL).
 3. **The request gate** (:class:`RequestGate`): the body must arrive whole within
-   ``request_timeout_s`` (``408``) and be at most ``max_body_bytes`` (``413``); a ``tools/call`` whose tool
-   needs a scope the token lacks is ``403 insufficient_scope`` naming the scope, before the call runs.
+   ``request_timeout_s`` (``408``) and be at most ``max_body_bytes`` (``413``); a body the SDK cannot read
+   as one JSON-RPC message (a batch, nesting past the parser's limit) is ``400`` with the JSON-RPC error
+   :func:`osbp.server.jsonrpc.screen` answers it with over stdio too; a ``tools/call`` whose tool needs a
+   scope the token lacks is ``403 insufficient_scope`` naming the scope, before the call runs.
 
 Host confirmation (:mod:`osbp.server.confirmation`) works here for 2026-07-28 clients, whose requests
 carry their capabilities: the ``input_required`` request state is sealed under ``OSBP_REQUEST_STATE_KEY``
@@ -22,8 +24,12 @@ URL-mode elicitation confirms on the page at ``/confirm/<secret>`` (:mod:`osbp.s
 outside bearer authorization: a browser has no token; behind the Host/Origin allow-lists). The app's
 lifespan also runs the state purge (:mod:`osbp.server.purge`).
 
-uvicorn adds the connection limits: ``max_connections`` served at once (``503`` beyond), idle keep-alive
-connections closed after 5 s, incomplete HTTP events capped at 64 KiB.
+Under it all, the edge (:mod:`osbp.server.edge`, on uvicorn): a request's headers within
+``header_timeout_s``, idle keep-alive connections closed after ``keep_alive_s``, at most
+``max_connections_per_client`` connections per client address and ``max_open_connections`` in all (the
+one waiting longest for a request makes room), ``max_connections`` requests served at once (``503``
+beyond), incomplete HTTP events capped at 64 KiB. A ``GET`` of the endpoint is ``405``: a stateless server
+has no stream of its own messages to offer (MCP Streamable HTTP, "Listening for Messages").
 
 :func:`refusal` is the start-up rule: a non-loopback address needs ``--allow-remote`` **and**
 authorization; otherwise the server does not start.
@@ -46,6 +52,7 @@ from mcp.server.auth.routes import build_resource_metadata_url, create_protected
 from mcp.server.request_state import RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -63,6 +70,8 @@ from osbp.server.audit import AuditLog
 from osbp.server.auth import BOOK, READ, TOOL_SCOPES, VERIFY, JwtVerifier, KeySet, principal_of
 from osbp.server.compose import close_parts
 from osbp.server.confirmation_page import ConfirmationSite
+from osbp.server.edge import RequestLimit, edge_protocol, raise_file_limit
+from osbp.server.jsonrpc import screen
 from osbp.server.purge import purging
 from osbp.server.remote_settings import is_loopback
 from osbp.server.settings import ServerSettings
@@ -117,8 +126,10 @@ def resource_url(settings: ServerSettings) -> str:
     return f"http://{shown}:{settings.http.port}{MCP_PATH}"
 
 
-async def _answer(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
-    payload = json.dumps(body).encode()
+async def _answer(
+    send: Send, status: int, body: dict[str, Any] | bytes, headers: list[tuple[bytes, bytes]]
+) -> None:
+    payload = body if isinstance(body, bytes) else json.dumps(body).encode()
     head = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()), *headers]
     await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": payload})
@@ -150,6 +161,11 @@ class RequestGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Buffer a POST's body within the limits, check its scopes, and hand it on unchanged."""
+        if scope["type"] == "http" and scope["method"] == "GET":
+            # Stateless: no session, so no server-initiated message could ever go out on a GET's stream; the
+            # transport's answer for a server without one (MCP Streamable HTTP), not a socket held open.
+            await _answer(send, 405, {"error": "method_not_allowed"}, [(b"allow", b"POST")])
+            return
         if scope["type"] != "http" or scope["method"] != "POST":
             await self._app(scope, receive, send)
             return
@@ -168,6 +184,14 @@ class RequestGate:
         if not complete:
             logger.info("request_timed_out", extra={"received_bytes": len(body)})
             await _answer(send, 408, {"error": "request_timeout"}, [(b"connection", b"close")])
+            return
+        if (rejection := screen(bytes(body))) is not None:
+            # The SDK would answer a batch -32602 and its scope check below would fail on deep nesting:
+            # answered here, by the rule stdio uses, with the status the SDK gives each code.
+            fields = {"code": rejection.code, "reason": rejection.reason, "id": rejection.id}
+            logger.info("jsonrpc_request_rejected", extra=fields)
+            error = rejection.response().model_dump_json(by_alias=True, exclude_unset=True).encode()
+            await _answer(send, ERROR_CODE_HTTP_STATUS.get(rejection.code, 400), error, [])
             return
         if self._metadata_url is not None and (missing := self._missing_scope(scope, bytes(body))):
             challenge = (
@@ -363,16 +387,21 @@ async def serve_http(adapter: BookingAdapter, audit: AuditLog, settings: ServerS
     """Serve MCP over Streamable HTTP until SIGTERM/SIGINT; always closes the adapter and the audit log."""
     http = settings.http
     try:
+        open_connections = raise_file_limit(http.max_open_connections)
+        edge = http.model_copy(update={"max_open_connections": open_connections})
         config = uvicorn.Config(
-            build_app(adapter, audit, settings),
+            RequestLimit(build_app(adapter, audit, settings), http.max_connections),
             host=http.host.strip("[]"),
             port=http.port,
+            http=edge_protocol(edge),
+            ws="none",  # no WebSocket upgrade: the endpoint speaks HTTP only
+            # The edge's budgets count the TCP peer; no X-Forwarded-* header may rewrite who the client is.
+            proxy_headers=False,
             log_config=None,
             access_log=False,
             lifespan="on",
-            timeout_keep_alive=5,
+            timeout_keep_alive=http.keep_alive_s,
             timeout_graceful_shutdown=5,
-            limit_concurrency=http.max_connections,
             h11_max_incomplete_event_size=64 * 1024,
         )
         where = {"url": f"http://{http.host}:{http.port}{MCP_PATH}", "audit": str(audit.path)}

@@ -5,8 +5,9 @@ setting, name their variable and flag once in a :class:`~osbp.adapter.settings.S
 matter with ``--transport streamable-http``; stdio ignores them.
 
 Defaults are the safe ones: loopback address, ``Host``/``Origin`` allow-lists of the loopback names,
-a 1 MiB request body, 30 seconds to receive a request, and no authorization (which is refused on any
-address but loopback: :func:`osbp.server.http.refusal`).
+a 1 MiB request body, 10 seconds to send a request's headers and 30 to receive a request, 200 requests
+served at once, 1000 connections open (64 per client address), and no authorization (which is refused
+on any address but loopback: :func:`osbp.server.http.refusal`).
 """
 
 from __future__ import annotations
@@ -78,7 +79,39 @@ class HttpSettings(BaseModel):
     ] = Field(default=30.0, gt=0, description="time a client has to send a whole request (408 beyond)")
     max_connections: Annotated[
         int, Setting("OSBP_HTTP_MAX_CONNECTIONS", rule="be a positive number of connections")
-    ] = Field(default=200, gt=0, description="concurrent connections served (503 beyond)")
+    ] = Field(
+        default=200,
+        gt=0,
+        description="requests served at once (503 beyond); connections waiting for a request don't count",
+    )
+    header_timeout_s: Annotated[
+        float, Setting("OSBP_HTTP_HEADER_TIMEOUT_S", rule="be a positive number of seconds")
+    ] = Field(
+        default=10.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="time a connection has to send a request's headers, from its opening or its last "
+        "response (closed beyond, 408 if it had begun)",
+    )
+    keep_alive_s: Annotated[
+        int, Setting("OSBP_HTTP_KEEP_ALIVE_S", rule="be a positive whole number of seconds")
+    ] = Field(default=5, gt=0, description="an idle keep-alive connection is closed after this long")
+    max_open_connections: Annotated[
+        int, Setting("OSBP_HTTP_MAX_OPEN_CONNECTIONS", rule="be a positive number of connections")
+    ] = Field(
+        default=1000,
+        gt=0,
+        description="connections open at once, idle ones included (beyond it the one waiting longest for "
+        "a request is closed)",
+    )
+    max_connections_per_client: Annotated[
+        int, Setting("OSBP_HTTP_MAX_CONNECTIONS_PER_CLIENT", rule="be a positive number of connections")
+    ] = Field(
+        default=64,
+        gt=0,
+        description="connections open at once from one client address (the TCP peer, never a forwarded "
+        "header; behind a proxy, the proxy's); one more is closed at once",
+    )
 
     def hosts(self) -> list[str]:
         """The Host allow-list (loopback names on any port by default)."""

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple, NoReturn
 
-from osbp.bench import adapter, backend, demo, loop, mcp, remote, state
+from osbp.bench import adapter, backend, demo, edge, loop, mcp, remote, state
 from osbp.bench.options import POSTGRES_URL_ENV, Benchmark
 
 __all__ = ["BENCHES", "Plan", "build_parser", "main", "plan"]
@@ -30,6 +30,7 @@ BENCHES: dict[str, Benchmark] = {
     "mcp": mcp,
     "loop": loop,
     "remote": remote,
+    "edge": edge,
     "demo": demo,
 }
 #: Benchmark name -> the flags it added to the parser.

@@ -49,7 +49,7 @@ from osbp.bench.results import publish
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.server.issuer import DevIssuer
 
-__all__ = ["add_arguments", "report", "run"]
+__all__ = ["add_arguments", "replica", "report", "run"]
 
 ISSUER = "http://127.0.0.1:8600"
 SCOPES = ("osbp:read", "osbp:verify", "osbp:book")
@@ -72,20 +72,27 @@ def _platform() -> Iterator[PlatformProcess]:
 
 
 @contextmanager
-def _replica(base_url: str, workdir: Path, state: Path, jwks: Path, name: str) -> Iterator[str]:
-    """One ``osbp mcp --transport streamable-http`` process; its URL once it listens."""
+def replica(
+    base_url: str, workdir: Path, state: Path, jwks: Path, name: str, **settings: str
+) -> Iterator[str]:
+    """One ``osbp mcp --transport streamable-http`` process (``settings``: more ``OSBP_*`` variables); its
+    URL once it listens."""
     port = _free_port()
-    env = dict(server_params(base_url, workdir).env or {}) | {
-        "PATH": os.environ.get("PATH", ""),
-        "OSBP_TRANSPORT": "streamable-http",
-        "OSBP_HTTP_PORT": str(port),
-        "OSBP_STATE_PATH": str(state),
-        "OSBP_AUDIT_LOG_PATH": str(workdir / f"{name}-audit.jsonl"),
-        "OSBP_AUTH_ISSUER": ISSUER,
-        "OSBP_AUTH_JWKS": str(jwks),
-        "OSBP_AUTH_RESOURCE_URL": "http://127.0.0.1:8500/mcp",
-        "OSBP_HTTP_MAX_CONNECTIONS": "1000",
-    }
+    env = (
+        dict(server_params(base_url, workdir).env or {})
+        | {
+            "PATH": os.environ.get("PATH", ""),
+            "OSBP_TRANSPORT": "streamable-http",
+            "OSBP_HTTP_PORT": str(port),
+            "OSBP_STATE_PATH": str(state),
+            "OSBP_AUDIT_LOG_PATH": str(workdir / f"{name}-audit.jsonl"),
+            "OSBP_AUTH_ISSUER": ISSUER,
+            "OSBP_AUTH_JWKS": str(jwks),
+            "OSBP_AUTH_RESOURCE_URL": "http://127.0.0.1:8500/mcp",
+            "OSBP_HTTP_MAX_CONNECTIONS": "1000",
+        }
+        | settings
+    )
     process = subprocess.Popen(
         [sys.executable, "-m", "osbp", "mcp"], env=env, cwd=workdir, stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -284,7 +291,7 @@ async def run(calls: int, warmup: int, clients: int, loops: int) -> dict[str, An
                         samples = await per_tool(client, calls, warmup)
                 else:
                     url = stack.enter_context(
-                        _replica(platform.base_url, workdir, workdir / "s.db", jwks, "one")
+                        replica(platform.base_url, workdir, workdir / "s.db", jwks, "one")
                     )
                     client = await stack.enter_async_context(_http_client(url, token))
                     samples = await per_tool(client, calls, warmup)
@@ -292,7 +299,7 @@ async def run(calls: int, warmup: int, clients: int, loops: int) -> dict[str, An
         loop_dir = root / "loops"
         loop_dir.mkdir()
         throughput = []
-        with _replica(platform.base_url, loop_dir, loop_dir / "state.db", jwks, "probe") as probe:
+        with replica(platform.base_url, loop_dir, loop_dir / "state.db", jwks, "probe") as probe:
             async with _http_client(probe, token) as client:
                 slots = await _slots(client, 2 * clients * loops)
         for replicas in (1, 2):
@@ -301,7 +308,7 @@ async def run(calls: int, warmup: int, clients: int, loops: int) -> dict[str, An
             state = workdir / "shared-state.db"
             with ExitStack() as stack:
                 urls = [
-                    stack.enter_context(_replica(platform.base_url, workdir, state, jwks, f"r{index}"))
+                    stack.enter_context(replica(platform.base_url, workdir, state, jwks, f"r{index}"))
                     for index in range(replicas)
                 ]
                 part = slots[(replicas - 1) * clients * loops : replicas * clients * loops]

@@ -19,6 +19,7 @@ FLAGS = {
     "mcp": ("--cold-runs", "--calls", "--warmup"),
     "loop": ("--rounds", "--loops", "--loop-warmup", "--against"),
     "remote": ("--remote-calls", "--remote-warmup", "--remote-clients", "--remote-loops"),
+    "edge": ("--edge-held", "--edge-sources", "--edge-requests"),
     "demo": ("--demo-runs", "--replay-runs"),
 }
 
@@ -32,7 +33,7 @@ def test_a_flag_before_any_name_sets_that_flag_and_every_benchmark_runs():
     """Platform choice: `osbp bench --iterations 5` runs every benchmark, the adapter's with 5 iterations."""
     planned = cli.plan(["--iterations", "5"])
     assert isinstance(planned, cli.Plan)
-    assert planned.names == ["backend", "state", "adapter", "mcp", "loop", "remote", "demo"]
+    assert planned.names == ["backend", "state", "adapter", "mcp", "loop", "remote", "edge", "demo"]
     assert planned.args.iterations == 5
     assert planned.args.out == Path("bench-results")
 
@@ -100,7 +101,7 @@ def test_help_after_a_name_lists_that_benchmarks_flags_only():
         (
             ["bookit"],
             "osbp bench: unknown benchmark 'bookit': "
-            "choose from backend, state, adapter, mcp, loop, remote, demo",
+            "choose from backend, state, adapter, mcp, loop, remote, edge, demo",
         ),
         (
             ["--iterations", "0"],

@@ -546,7 +546,7 @@ UNREADABLE: list[tuple[str, int, int | str | None]] = [
     ("{}", -32600, None),
     ('{"jsonrpc": "2.0", "id": "r-13", "method": "tools/list", "params": "x"}', -32600, "r-13"),
     ('{"jsonrpc": "1.0", "id": 14, "method": "tools/list"}', -32600, 14),
-    (f"[{json.dumps({'jsonrpc': '2.0', 'id': 15, 'method': 'tools/list'})}]", -32600, None),
+    (f"[{json.dumps({'jsonrpc': '2.0', 'id': 15, 'method': 'tools/list'})}]", -32600, 15),
     ('{"jsonrpc": "2.0", "method": 16, "params": "bar"}', -32600, None),
 ]
 
@@ -609,9 +609,11 @@ def test_every_line_the_sdk_cannot_read_is_answered_and_the_server_keeps_serving
     logged = [line for line in json_lines(stderr) if line["event"] == "jsonrpc_request_rejected"]
     assert [(line["code"], line["id"]) for line in logged] == [
         (-32700, None),
-        *((code, request_id) for _, code, request_id in UNREADABLE),
+        # a batch's log line names its requests' ids apart (batch_ids), not as the id
+        *((code, None if line.startswith("[") else request_id) for line, code, request_id in UNREADABLE),
         (-32600, None),
         (-32600, 17),
     ]
+    assert [line["batch_ids"] for line in logged if "batch_ids" in line] == [[15]]
     assert [line["answered"] for line in logged].count(False) == 1
     assert EMAIL not in stderr  # the log never carries the line

@@ -23,6 +23,7 @@ import pytest
 from osbp.backend.serving import PlatformServer
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.timeutil import format_instant
+from tests.support.jsonrpc import holding
 from tests.support.mcp import read_events
 from tests.support.paths import REPO
 from tests.support.reference import CLEANING, DAY, MIDTOWN, NOW, ORG, create_input
@@ -323,6 +324,49 @@ async def test_an_oversized_body_is_413(server: RemoteServer, issuer: Issuer) ->
     huge = tool_call("osbp_handoff_request", {"reason": "x", "message": "y" * 2_000_000})
     answer = post(server.url, huge, token=issuer.token(server.url))
     assert answer.status_code == 413
+
+
+async def test_a_get_of_the_endpoint_is_405_not_a_stream_held_open(
+    server: RemoteServer, issuer: Issuer
+) -> None:
+    """MCP Streamable HTTP, Listening for Messages: a server that offers no stream answers GET with 405;
+    a stateless one has no server-initiated message to put on it, so none is opened to hold a slot."""
+    headers = {"Accept": "text/event-stream", "Authorization": f"Bearer {issuer.token(server.url)}"}
+    answer = httpx2.get(server.url, headers=headers, trust_env=False, timeout=10)
+    assert answer.status_code == 405
+    assert answer.headers["allow"] == "POST"
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "request_id"),
+    [
+        (holding(DEEP), -32700, 7),
+        (holding("[" * 300 + "]" * 300, id=4), -32700, 4),
+        (DEEP, -32700, None),
+        ("not json", -32700, None),
+        (json.dumps([tool_call("osbp_service_describe", {}), INITIALIZE]), -32600, None),
+        ("[]", -32600, None),
+        ('{"jsonrpc":"2.0","id":4,"method":7}', -32600, 4),
+    ],
+)
+async def test_a_body_the_transport_cannot_read_is_400_with_a_json_rpc_error_never_a_500(
+    server: RemoteServer, issuer: Issuer, body: str, code: int, request_id: int | None
+) -> None:
+    """MCP Streamable HTTP (input the server cannot accept: an HTTP error status, a JSON-RPC error body),
+    JSON-RPC 2.0 §5.1: -32700 past the parser's nesting limit, -32600 for a batch (MCP 2025-06-18 removed
+    batching); the same rule as over stdio, never a 500."""
+    sent = HEADERS | {"Authorization": f"Bearer {issuer.token(server.url)}"}
+    answer = httpx2.post(server.url, content=body, headers=sent, trust_env=False, timeout=30)
+    assert answer.status_code == 400
+    assert answer.json() == {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "error": {"code": code, "message": answer.json()["error"]["message"]},
+    }
+    assert answer.json()["error"]["message"].startswith(("Parse error: ", "Invalid Request: "))
 
 
 def test_a_client_that_sends_its_body_too_slowly_is_cut_off(platform: PlatformServer, tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import threading
@@ -16,91 +15,12 @@ from mcp.shared.message import SessionMessage
 from mcp.types.jsonrpc import JSONRPCError
 
 from osbp.server.logs import json_formatter
-from osbp.server.stdin import Rejection, StdinLines, screen
+from osbp.server.stdin import StdinLines
+from tests.support.jsonrpc import REQUEST, holding, request
 from tests.support.logs import capture_logs, events, fields
+from tests.support.stdio import StdioServer
 
-REQUEST = '{"jsonrpc":"2.0","id":7,"method":"tools/list"}'
 SECRET = "zelda.sentinel@example.org"
-
-
-def request(**members: Any) -> str:
-    """A JSON-RPC request line with ``members`` replaced (a member given as ``...`` is left out)."""
-    body: dict[str, Any] = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x"}}
-    body |= members
-    return json.dumps({key: value for key, value in body.items() if value is not ...})
-
-
-def holding(raw: str, **members: Any) -> str:
-    """A request whose ``params.text`` is the raw JSON text ``raw`` (an escape json.dumps would not write)."""
-    return request(params={"text": "HOLE"}, **members).replace('"HOLE"', raw)
-
-
-#: A cut emoji from a JavaScript host: the high half of U+1F600 alone.
-LONE = holding('"\\udfff"')
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        REQUEST,
-        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
-        '{"jsonrpc":"2.0","id":1,"result":{}}',
-        '{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"no"}}',
-        holding('"\\ud83d\\ude00"'),  # a paired escape: one emoji
-        "\n",
-    ],
-)
-def test_a_line_the_sdk_reads_is_not_rejected(line: str) -> None:
-    """JSON-RPC 2.0 §4, §5: valid requests, notifications and responses pass through untouched."""
-    assert screen(line) is None
-
-
-@pytest.mark.parametrize(
-    ("line", "expected"),
-    [
-        ("garbage", Rejection(-32700, "not_json", None)),
-        ('{"jsonrpc":"2.0","id":7,', Rejection(-32700, "not_json", None)),
-        (holding("Infinityish"), Rejection(-32700, "not_json", None)),
-        (LONE, Rejection(-32700, "lone_surrogate", 7)),
-        (holding('"\\ud800"', id="HOLE"), Rejection(-32700, "lone_surrogate", None)),
-        (holding("[" * 300 + "]" * 300), Rejection(-32700, "too_deep", 7)),
-        ("[" * 100_000 + "]" * 100_000, Rejection(-32700, "too_deep", None)),
-        ("{}", Rejection(-32600, "not_a_request", None)),
-        ("[]", Rejection(-32600, "batch", None)),
-        (f"[{REQUEST},{REQUEST}]", Rejection(-32600, "batch", None)),
-        ("42", Rejection(-32600, "not_a_request", None)),
-        (request(params="x"), Rejection(-32600, "not_a_request", 7)),
-        (request(jsonrpc="1.0"), Rejection(-32600, "not_a_request", 7)),
-        (request(jsonrpc=...), Rejection(-32600, "not_a_request", 7)),
-        (request(id="req-1", method=3), Rejection(-32600, "not_a_request", "req-1")),
-        (request(id=True, params="x"), Rejection(-32600, "not_a_request", None)),
-        (request(id=1.5, params="x"), Rejection(-32600, "not_a_request", None)),
-        (request(id={"a": 1}, params="x"), Rejection(-32600, "not_a_request", None)),
-        ('{"jsonrpc":"2.0","id":7,"result":"x"}', Rejection(-32600, "not_a_request", None)),
-        (request(id=..., params="x"), Rejection(-32600, "not_a_request", None)),
-        (request(id=..., method=1), Rejection(-32600, "not_a_request", None)),
-        (request(id=..., params=[1]), Rejection(-32600, "not_a_request", None, answered=False)),
-    ],
-)
-def test_a_line_the_sdk_cannot_read_gets_its_code_and_id(line: str, expected: Rejection) -> None:
-    """JSON-RPC 2.0 §5.1: -32700 for text that is not (I-)JSON, -32600 for JSON that is no request;
-    the id when it can be read, else null; a valid notification (§4.1) is never answered."""
-    assert screen(line) == expected
-
-
-def test_the_error_response_is_json_rpc_2_0_with_the_standard_message() -> None:
-    """JSON-RPC 2.0 §5.1: the code's standard message, and "id" present even when null."""
-    wire = json.loads(
-        Rejection(-32700, "not_json", None).response().model_dump_json(by_alias=True, exclude_unset=True)
-    )
-    assert wire == {
-        "jsonrpc": "2.0",
-        "id": None,
-        "error": {"code": -32700, "message": "Parse error: the line is not JSON"},
-    }
-    invalid = Rejection(-32600, "batch", "a").response()
-    assert (invalid.id, invalid.error.code) == ("a", -32600)
-    assert invalid.error.message.startswith("Invalid Request: ")
 
 
 @pytest.fixture
@@ -240,3 +160,45 @@ async def test_a_regular_file_the_event_loop_cannot_wait_on_is_read_by_the_daemo
         os.close(fd)
     assert lines == [REQUEST + "\n", REQUEST + "\n"]
     assert "osbp-stdin" in threads
+
+
+def _deep_request(request_id: int | str) -> str:
+    """A tools/call whose arguments nest 100 000 arrays deep: past every JSON parser's limit."""
+    return holding("[" * 100_000 + "]" * 100_000, id=request_id)
+
+
+@pytest.fixture(scope="module")
+def stdio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioServer]:
+    """The real server as a stdio subprocess on pipes, as a host runs it (no tool call reaches a platform)."""
+    workdir = tmp_path_factory.mktemp("stdio")
+    env = {
+        "OSBP_PLATFORM_BASE_URL": "http://127.0.0.1:9",  # never reached: no tool runs
+        "OSBP_ORGANIZATION_ID": "carolyns_dental",
+        "OSBP_STATE_PATH": str(workdir / "state.sqlite3"),
+        "OSBP_AUDIT_LOG_PATH": str(workdir / "events.jsonl"),
+    }
+    with StdioServer(env) as server:
+        yield server
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("line", "answers"),
+    [
+        (f"[{request(id=2)},{request(id='b')}]", [(2, -32600), ("b", -32600)]),
+        (f"[{request(id=2)},{request(id=...)}]", [(2, -32600)]),
+        ("[]", [(None, -32600)]),
+        (_deep_request(4), [(4, -32700)]),
+        (_deep_request("deep"), [("deep", -32700)]),
+        ('{"params":' + '{"a":' * 100_000 + "1" + "}" * 100_000 + ',"id":5}', [(5, -32700)]),
+        ("[" * 100_000 + "]" * 100_000, [(None, -32700)]),
+    ],
+)
+def test_a_batch_or_deep_nesting_over_a_real_stdio_pipe_answers_each_request_id(
+    stdio: StdioServer, line: str, answers: list[tuple[Any, int]]
+) -> None:
+    """JSON-RPC 2.0 §5 (the response's id is the request's), MCP 2025-06-18 (no batching): a host waits
+    on its request ids, so each request of a refused batch, and a request nested past the parser's limit,
+    is answered with its own id; only what has no readable id gets one error with id null."""
+    written = stdio.exchange(line)
+    assert [(answer["id"], answer["error"]["code"]) for answer in written] == answers

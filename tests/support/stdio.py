@@ -84,6 +84,24 @@ class StdioServer:
                 return message
         return None  # end of output: the process died before it answered
 
+    def exchange(self, line: str) -> list[dict[str, Any]]:
+        """Everything the server writes in answer to one raw ``line``: what it wrote before it answered a
+        ``ping`` sent right after (lines are answered in order), so a missing answer is seen, not awaited."""
+        assert self._process is not None
+        assert self._process.stdin is not None
+        assert self._process.stdout is not None
+        self._process.stdin.write(line + "\n")
+        self._process.stdin.flush()
+        self._next_id += 1
+        self._send({"jsonrpc": "2.0", "id": self._next_id, "method": "ping"})
+        written: list[dict[str, Any]] = []
+        while answer := self._process.stdout.readline():
+            message: dict[str, Any] = json.loads(answer)
+            if message.get("id") == self._next_id and "result" in message:
+                return written
+            written.append(message)
+        raise RuntimeError(f"the server stopped before it answered the ping: {written!r}")
+
     def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
         """The tool's OSBP envelope, or ``None`` when the server died before answering."""
         answer = self._request("tools/call", {"name": tool, "arguments": arguments})
