@@ -4,7 +4,7 @@ Each line is an :class:`AuditRecord`: the spec's audit event (``id``, ``mandate_
 ``created_at``, ``source``, ``platform``, ``upstream``, redacted ``input`` and ``result`` with their
 SHA-256 ``input_hash``/``result_hash``), plus what explains the decision afterwards (``mandate``: the
 mandate's scope, window, caps and expiry; ``decision``: ok, or the Problem code; ``subject``: on a remote
-call, the hashed token subject; ``phase``/``intents``/``payload_hash``: an effect's
+call, the keyed hash of the token subject; ``phase``/``intents``/``payload_hash``: an effect's
 write-ahead record and the outcome that closes it) and the chain: ``prev_hash`` (the previous line's
 ``hash``, 64 zeros for the first line) and ``hash`` (SHA-256 of the canonical JSON of the record without
 ``hash`` and ``mac``). :mod:`osbp.server.audit_verify` walks the chain. With a key (``OSBP_AUDIT_KEY``,
@@ -48,6 +48,7 @@ import hmac
 import json
 import logging
 import os
+import secrets
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -113,8 +114,9 @@ class AuditRecord(AuditEvent):
 
     mandate: dict[str, Any] | None = None
     decision: Decision
-    #: SHA-256 of the bearer token's issuer and subject, on a remote call: who acted, without the
-    #: identifier itself (a user id is personal data; the hash still links one subject's events).
+    #: HMAC-SHA256 of the bearer token's issuer and subject under the audit key (else the deployment's
+    #: salt), on a remote call: who acted, without the identifier itself (a user id is personal data; the
+    #: hash still links one subject's events, and without the key a guess cannot be checked against it).
     subject: str | None = None
     #: booking.create's final confirmation: mode (token or elicitation), summary and payload hashes, answer.
     confirmation: dict[str, Any] | None = None
@@ -204,12 +206,17 @@ class AuditLog:
         *,
         redactor: Redactor | None = None,
         key: bytes | None = None,
+        subject_key: bytes | None = None,
         sync_every: int = SYNC_EVERY,
         sync_delay_s: float = SYNC_DELAY_S,
     ) -> None:
         self.path = Path(path)
         self._redactor = redactor or Redactor()
         self._key = key
+        #: What the records' ``subject`` hashes are keyed with (:meth:`Principal.keyed`): the given key
+        #: (the server's: the audit key, else the deployment's salt), else the audit key, else a salt of
+        #: this log object only.
+        self.subject_key = subject_key or key or secrets.token_bytes(32)
         self._sync_every = sync_every
         self._sync_delay_s = sync_delay_s
         self._fd: int | None = None

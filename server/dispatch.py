@@ -16,7 +16,7 @@ with ``is_error`` exactly when ``ok`` is false:
    platform create, asked by the core; the verification tools, before their adapter runs) an intent
    record is appended and ``fsync``-ed; when it cannot be, nothing is sent and the call answers the
    retryable ``audit_unavailable`` Problem;
-4. exactly one record of the call is appended (redacted, chained, with the hashed token subject of a remote
+4. exactly one record of the call is appended (redacted, chained, with the keyed subject hash of a remote
    call, listing the intents it wrote) and its id becomes ``audit_event_id``; a tool with an effect has
    its record ``fsync``-ed before the answer leaves, a read's is written at once and synced in a group
    (:class:`~osbp.server.audit.AuditLog`);
