@@ -22,8 +22,10 @@
    (:mod:`osbp.protocol.confirmation`), the user's answer through the host to that summary's hash. An
    answer that came after a wait is checked against the facts resolved again: a changed summary is asked
    again, and nothing is booked on an answer to another summary.
-8. **Place** through the port (idempotent per key, with the offer's validator when it has one), then
-   settle: the receipt and a snapshot of the booking stored under the key, the approval token spent.
+8. **Place** through the port (idempotent per key, with the offer's validator when it has one), each
+   send preceded by :func:`~osbp.protocol.effects.before_effect` (the caller's write-ahead record: when it
+   cannot be made, nothing is sent and its Problem is the answer), then settle: the receipt and a
+   snapshot of the booking stored under the key, the approval token spent.
    When the platform refuses the placement because the offer's facts changed (the port's
    ``offer_changed``), nothing was booked: steps 4-8 run again on freshly resolved facts, so the user is
    challenged again when the summary changed, or gets the Problem the new facts call for. Every other
@@ -61,6 +63,7 @@ from osbp.protocol.confirmation import (
     current_confirmation,
 )
 from osbp.protocol.contract import AdapterResult, Failure, Success
+from osbp.protocol.effects import before_effect
 from osbp.protocol.idempotency import (
     IDEMPOTENCY_IN_PROGRESS,
     LOCAL_CACHE_REPLAY,
@@ -478,6 +481,12 @@ class BookingPipeline:
         claim: Claimed,
         attempt: _Attempt,
     ) -> AdapterResult[Receipt] | _OfferChanged:
+        refused = await before_effect("booking.create")
+        if refused is not None:
+            # Nothing was sent. A resumed attempt may still have booked before: its mark stays, so the
+            # retry resumes it; a fresh attempt hands its key back as nothing happened.
+            attempt.outcome_known = claim.placing is None
+            return Failure(refused)
         attempt.outcome_known = False  # from here the platform may create the appointment
         booking = await self._adapter.place_booking(request, customer_name)
         if isinstance(booking, Problem):

@@ -11,6 +11,10 @@ rule depends on them:
   and the subject), so a key one subject used is unknown to another, and its platform create carries a
   key derived from the subject's (:func:`platform_key`), so two subjects' attempts never meet there.
 
+Who the subject is travels only as :attr:`Principal.subject_hash`, keyed: HMAC-SHA256 under the key the
+server gives the principal (:meth:`Principal.keyed`: its audit key, else its deployment's salt), so an
+identifier that can be guessed, such as an email address, cannot be recovered by hashing guesses.
+
 Outside :func:`acting_for` (stdio, in-process tests) there is no principal: the scope is the organization
 and the one local caller (:data:`LOCAL_SUBJECT`: whoever holds the process's stdin; stdio has no token to
 tell users apart, and a stdio server serves the one user of its host), the platform key is the OSBP key
@@ -19,12 +23,14 @@ itself, and every other rule behaves exactly as it did before remote serving exi
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
-from osbp.protocol.canonical import sha256_hex
+from osbp.protocol.canonical import canonical_json, sha256_hex
 
 __all__ = [
     "LOCAL_SUBJECT",
@@ -48,15 +54,28 @@ class Principal:
     subject: str
     #: ``None``: any organization this server serves (a token without an organization restriction).
     organizations: frozenset[str] | None
+    #: The secret :attr:`subject_hash` is keyed with (never shown, never compared).
+    key: bytes | None = field(default=None, repr=False, compare=False)
 
     def may_act_for(self, organization_id: str) -> bool:
         """Whether the token allows acting for ``organization_id``."""
         return self.organizations is None or organization_id in self.organizations
 
+    def keyed(self, key: bytes) -> Principal:
+        """This principal with its :attr:`subject_hash` keyed under ``key``."""
+        return replace(self, key=key)
+
     @property
     def subject_hash(self) -> str:
-        """SHA-256 of issuer and subject: stable per person, not the identifier itself (audit, binding)."""
-        return sha256_hex({"iss": self.issuer, "sub": self.subject})
+        """Who acted, stable per person but not the identifier itself (audit, binding).
+
+        HMAC-SHA256 hex under :attr:`key` of the canonical JSON of issuer and subject; a principal no key
+        was given to (in-process use without a server) falls back to their plain SHA-256.
+        """
+        identity = {"iss": self.issuer, "sub": self.subject}
+        if self.key is None:
+            return sha256_hex(identity)
+        return hmac.new(self.key, canonical_json(identity), hashlib.sha256).hexdigest()
 
 
 _current: ContextVar[Principal | None] = ContextVar("osbp_principal", default=None)

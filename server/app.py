@@ -119,7 +119,9 @@ def create_server(
             )
         if principal_of is None:
             return await dispatcher.call(params.name, params.arguments, confirmer=confirmer)
-        with acting_for(principal_of(ctx.request)):
+        principal = principal_of(ctx.request)
+        # Keyed here, for every use of the subject's hash: the audit record, approvals, confirmation pages.
+        with acting_for(principal.keyed(audit.subject_key) if principal is not None else None):
             return await dispatcher.call(params.name, params.arguments, confirmer=confirmer)
 
     def input_schema(name: str) -> dict[str, Any] | None:

@@ -3,13 +3,14 @@
 Each line is an :class:`AuditRecord`: the spec's audit event (``id``, ``mandate_id``, ``tool_name``,
 ``created_at``, ``source``, ``platform``, ``upstream``, redacted ``input`` and ``result`` with their
 SHA-256 ``input_hash``/``result_hash``), plus what explains the decision afterwards (``mandate``: the
-mandate's scope, window, caps and expiry; ``decision``: ok, or the Problem code; ``subject``: on a
-remote call, the hashed token subject) and the chain: ``prev_hash`` (the previous line's ``hash``, 64
-zeros for the first line) and ``hash`` (SHA-256 of the
-canonical JSON of the record without ``hash`` and ``mac``). :mod:`osbp.server.audit_verify` walks the
-chain. With a key (``OSBP_AUDIT_KEY``, from the environment only) every line also carries ``mac``, the
-HMAC-SHA256 of its ``hash`` under that key: the hash covers the whole record and its link, so the mac
-authenticates both, and rewriting the log takes the key, not just a SHA-256 implementation.
+mandate's scope, window, caps and expiry; ``decision``: ok, or the Problem code; ``subject``: on a remote
+call, the keyed hash of the token subject; ``phase``/``intents``/``payload_hash``: an effect's
+write-ahead record and the outcome that closes it) and the chain: ``prev_hash`` (the previous line's
+``hash``, 64 zeros for the first line) and ``hash`` (SHA-256 of the canonical JSON of the record without
+``hash`` and ``mac``). :mod:`osbp.server.audit_verify` walks the chain. With a key (``OSBP_AUDIT_KEY``,
+from the environment only) every line also carries ``mac``, the HMAC-SHA256 of its ``hash`` under that
+key: the hash covers the whole record and its link, so the mac authenticates both, and rewriting the log
+takes the key, not just a SHA-256 implementation.
 
 Promises:
 
@@ -17,8 +18,9 @@ Promises:
   over the input, the result and the mandate summary; nothing unredacted reaches the file.
 * **One chain across processes.** Reading the last hash and appending the line happen under an
   exclusive ``fcntl`` lock on the file, so several servers appending to one file keep one valid chain.
-* **Durable before the answer, for every effect.** A ``durable`` append (the dispatcher's for
-  booking.create and the verification tools) is ``fsync``-ed before it returns, which also makes every
+* **Durable before the effect and before the answer.** A ``durable`` append (the dispatcher's intent
+  record before each platform send, and its record of every booking.create and verification call) is
+  ``fsync``-ed before it returns, which also makes every
   earlier line of the file durable. Other appends (reads, handoff) are written at once, so a process
   that dies loses nothing, and synced in groups: at the next durable append, after ``sync_every``
   unsynced lines, or ``sync_delay_s`` after the first of them, whichever comes first; only an operating
@@ -46,11 +48,12 @@ import hmac
 import json
 import logging
 import os
+import secrets
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict
@@ -111,11 +114,20 @@ class AuditRecord(AuditEvent):
 
     mandate: dict[str, Any] | None = None
     decision: Decision
-    #: SHA-256 of the bearer token's issuer and subject, on a remote call: who acted, without the
-    #: identifier itself (a user id is personal data; the hash still links one subject's events).
+    #: HMAC-SHA256 of the bearer token's issuer and subject under the audit key (else the deployment's
+    #: salt), on a remote call: who acted, without the identifier itself (a user id is personal data; the
+    #: hash still links one subject's events, and without the key a guess cannot be checked against it).
     subject: str | None = None
     #: booking.create's final confirmation: mode (token or elicitation), summary and payload hashes, answer.
     confirmation: dict[str, Any] | None = None
+    #: ``intent`` on the write-ahead record of an effect, made durable before the platform is called
+    #: (its ``result`` is empty: nothing is known yet); absent on the record of a call's outcome.
+    phase: Literal["intent"] | None = None
+    #: booking.create: SHA-256 of the canonical input without approval and verification_code (the one
+    #: logical create of its idempotency key), linking an attempt's intents to the outcome that settles it.
+    payload_hash: str | None = None
+    #: On a call's outcome record: the ids of the intent records this call wrote (each platform send).
+    intents: list[str] | None = None
     prev_hash: str
     hash: str
     mac: str | None = None
@@ -138,6 +150,9 @@ class AuditDraft:
     #: The remote caller's :attr:`~osbp.protocol.principal.Principal.subject_hash` (none on stdio).
     subject: str | None = None
     confirmation: dict[str, Any] | None = None
+    phase: Literal["intent"] | None = None
+    payload_hash: str | None = None
+    intents: tuple[str, ...] | None = None
 
 
 def format_created_at(moment: datetime) -> str:
@@ -191,12 +206,17 @@ class AuditLog:
         *,
         redactor: Redactor | None = None,
         key: bytes | None = None,
+        subject_key: bytes | None = None,
         sync_every: int = SYNC_EVERY,
         sync_delay_s: float = SYNC_DELAY_S,
     ) -> None:
         self.path = Path(path)
         self._redactor = redactor or Redactor()
         self._key = key
+        #: What the records' ``subject`` hashes are keyed with (:meth:`Principal.keyed`): the given key
+        #: (the server's: the audit key, else the deployment's salt), else the audit key, else a salt of
+        #: this log object only.
+        self.subject_key = subject_key or key or secrets.token_bytes(32)
         self._sync_every = sync_every
         self._sync_delay_s = sync_delay_s
         self._fd: int | None = None
@@ -266,8 +286,11 @@ class AuditLog:
             "mandate": scrubber.redact(draft.mandate) if draft.mandate is not None else None,
             "decision": draft.decision.model_dump(exclude_none=True),
             "subject": draft.subject,
-            # Hashes and fixed words only: nothing here needs redaction.
+            # Hashes, fixed words and our own audit ids only: nothing here needs redaction.
             "confirmation": draft.confirmation,
+            "phase": draft.phase,
+            "payload_hash": draft.payload_hash,
+            "intents": list(draft.intents) if draft.intents else None,
         }
         return _Snapshot({key: value for key, value in fields.items() if value is not None}, canonical)
 

@@ -6,6 +6,10 @@ usage error, with one line on stderr saying which. PATH defaults to ``OSBP_AUDIT
 ``.osbp/audit/events.jsonl``. When ``OSBP_AUDIT_KEY`` is set (environment only), every line's mac is
 checked against it as well.
 
+An intact chain with write-ahead records that no outcome closes (a server that died between an effect's
+intent and its outcome, or a call still in flight) prints one line per open intent after the verdict;
+the chain is still intact, so the status stays 0.
+
 Several PATHs are the chains of several replicas (each replica keeps its own: docs/server.md, replicas):
 each is checked on its own, its verdict printed on lines that start with the file that names the
 replica, and the exit status is the worst of them (2 over 1 over 0).
@@ -21,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
-from osbp.server.audit_verify import verify_chain
+from osbp.server.audit_verify import OpenIntent, verify_chain
 
 __all__ = ["main"]
 
@@ -71,6 +75,22 @@ def _shown(event_id: str) -> str:
     return json.dumps(event_id[:80])
 
 
+def _open_intents(intents: tuple[OpenIntent, ...], label: str) -> str:
+    """The open intents: a count, then each on its own line (what, under which mandate, when, where)."""
+    what = "1 intent" if len(intents) == 1 else f"{len(intents)} intents"
+    lines = [
+        f"{label}{what} without an outcome: the effect may have happened unrecorded (a retry of the same "
+        "booking.create, same idempotency key, settles it; otherwise check the platform):"
+    ]
+    for intent in intents:
+        mandate = f" mandate {_shown(intent.mandate_id)}" if intent.mandate_id else ""
+        lines.append(
+            f"{label}  {_shown(intent.event_id)} {_shown(intent.tool_name)}{mandate} at "
+            f"{_shown(intent.created_at)} (line {intent.line})"
+        )
+    return "".join(line + "\n" for line in lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `osbp audit ...`; returns the process exit status."""
     try:
@@ -102,6 +122,8 @@ def _verify_one(path: Path, key: bytes | None, label: str) -> int:
         if report.authenticated:
             how += ", every mac checked with OSBP_AUDIT_KEY"
         sys.stdout.write(f"{label}ok: {report.lines} events, {how}, head {report.head}\n")
+        if report.open_intents:
+            sys.stdout.write(_open_intents(report.open_intents, label))
         return 0
     broken = report.first_break
     event = f" (event {_shown(broken.event_id)})" if broken.event_id else ""

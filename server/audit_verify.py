@@ -11,6 +11,14 @@ is refused rather than resolved (a lenient parser keeps the last value, so a for
 ``hash`` or ``result`` that verifies after one that a different reader would take), and so are NaN and
 Infinity, numbers beyond a double, lone surrogates and a byte-order mark: text the writer never produces
 and that has no canonical hash.
+
+An intact chain's report also names every **open intent**: a write-ahead record (``phase: intent``, made
+durable before an effect was sent to the platform) that no later record closes. A record closes the
+intents it lists in ``intents`` (the call's own sends); a later booking.create record of the same logical
+create (its ``payload_hash``) that settled (``decision.ok``) or sent the create again (its own
+``intents``) closes that create's earlier intents as well, since the platform's idempotency makes every
+send of one key one appointment. An open intent is an effect that may have happened with no record of its
+outcome: a server that died between the two, or a call still in flight.
 """
 
 from __future__ import annotations
@@ -18,14 +26,14 @@ from __future__ import annotations
 import hmac
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from osbp.protocol.canonical import sha256_hex
 from osbp.server.audit import GENESIS_HASH, record_hash, record_mac
 
-__all__ = ["ChainBreak", "ChainReport", "verify_chain", "verify_lines"]
+__all__ = ["ChainBreak", "ChainReport", "OpenIntent", "verify_chain", "verify_lines"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +46,17 @@ class ChainBreak:
 
 
 @dataclass(frozen=True, slots=True)
+class OpenIntent:
+    """A write-ahead record no later record closes: its line, id, tool, mandate id and instant."""
+
+    line: int
+    event_id: str
+    tool_name: str
+    mandate_id: str | None
+    created_at: str
+
+
+@dataclass(frozen=True, slots=True)
 class ChainReport:
     """The verdict on one log: how many lines were checked, the head hash, and the first break if any."""
 
@@ -46,6 +65,8 @@ class ChainReport:
     first_break: ChainBreak | None
     #: Whether every line's mac was checked against a key (not just the public hash chain).
     authenticated: bool = False
+    #: The intents of an intact chain that no later record closes, in log order.
+    open_intents: tuple[OpenIntent, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -56,7 +77,7 @@ class ChainReport:
 def verify_lines(lines: list[bytes], key: bytes | None = None) -> ChainReport:
     """Verify raw log lines (without their newlines) in order; with ``key``, their macs as well."""
     report = _verify_lines(lines, key)
-    return ChainReport(report.lines, report.head, report.first_break, authenticated=key is not None)
+    return replace(report, authenticated=key is not None)
 
 
 class _NotStrictJson(ValueError):
@@ -109,6 +130,7 @@ def _parse(raw: bytes) -> object:
 
 def _verify_lines(lines: list[bytes], key: bytes | None) -> ChainReport:
     previous = GENESIS_HASH
+    intents = _Intents()
     for number, raw in enumerate(lines, start=1):
         try:
             record = _parse(raw)
@@ -125,7 +147,43 @@ def _verify_lines(lines: list[bytes], key: bytes | None) -> ChainReport:
         if reason is not None:
             return ChainReport(number - 1, previous, ChainBreak(number, event_id, reason))
         previous = record["hash"]
-    return ChainReport(len(lines), previous, None)
+        intents.see(number, record)
+    return ChainReport(len(lines), previous, None, open_intents=intents.still_open())
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class _Intents:
+    """The intents seen so far that no later record closed (module docstring)."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, tuple[OpenIntent, str | None]] = {}
+
+    def see(self, line: int, record: dict[str, object]) -> None:
+        event_id, tool = _text(record.get("id")), _text(record.get("tool_name"))
+        payload_hash = _text(record.get("payload_hash"))
+        if record.get("phase") == "intent":
+            if event_id is not None and tool is not None:
+                opened = OpenIntent(
+                    line, event_id, tool, _text(record.get("mandate_id")), str(record.get("created_at"))
+                )
+                self._open[event_id] = (opened, payload_hash if tool == "booking.create" else None)
+            return
+        listed = record.get("intents")
+        closed = [item for item in listed if isinstance(item, str)] if isinstance(listed, list) else []
+        for intent_id in closed:
+            self._open.pop(intent_id, None)
+        decision = record.get("decision")
+        settled = isinstance(decision, dict) and decision.get("ok") is True
+        if tool == "booking.create" and payload_hash is not None and (settled or closed):
+            for intent_id, (_, create) in list(self._open.items()):
+                if create == payload_hash:
+                    del self._open[intent_id]
+
+    def still_open(self) -> tuple[OpenIntent, ...]:
+        return tuple(opened for opened, _ in self._open.values())
 
 
 def _line_problem(record: dict[str, object], previous: str, key: bytes | None) -> str | None:
@@ -170,5 +228,5 @@ def verify_chain(path: str | Path, key: bytes | None = None) -> ChainReport:
         if not report.ok:
             return report
         broken = ChainBreak(len(lines), None, "the last line is incomplete")
-        return ChainReport(report.lines, report.head, broken, authenticated=report.authenticated)
+        return replace(report, first_break=broken, open_intents=())
     return verify_lines(lines, key)

@@ -40,6 +40,7 @@ from osbp.protocol.state import StateBackend, StateUnavailable, open_state_store
 from osbp.server.audit import AuditLog
 from osbp.server.orgs import OrganizationRouter, SingleDirectory, served_organizations
 from osbp.server.settings import Leaf, ServerSettings, settings_of
+from osbp.server.subject_key import subject_key
 
 __all__ = [
     "AdapterFactory",
@@ -185,7 +186,19 @@ def _open_files(settings: ServerSettings) -> tuple[StateBackend, AuditLog] | str
     except (OSError, sqlite3.Error) as error:
         assert isinstance(state_path, Path)  # a URL location raises StateUnavailable only
         return _cannot_create("the state file", state_path, error, _leaf(("adapter", "state_path")))
-    audit = AuditLog(settings.audit_log_path, key=settings.audit_key_bytes())
+    key = settings.audit_key_bytes()
+    subject = None
+    if settings.transport != "stdio":  # only a remote call has a subject
+        try:
+            subject = subject_key(key, state)
+            # No connection stays open until serving: opening another store on the same file in this
+            # process (the HTTP app's, for confirmation pages) closes a descriptor of it, which drops the
+            # process's POSIX locks, and a live SQLite connection would then lose its WAL to a replica.
+            state.close()
+        except Exception as error:  # the state just opened: a database that went away, a full disk
+            state.close()
+            return f"cannot keep the deployment's subject salt in the state {state.location}: {error}"
+    audit = AuditLog(settings.audit_log_path, key=key, subject_key=subject)
     try:
         audit.open()
     except OSError as error:

@@ -12,15 +12,18 @@ with ``is_error`` exactly when ``ok`` is false:
    answered locally, every other tool by its adapter method; an exception escaping the adapter, or an
    answer that is not JSON text (a lone surrogate, a NaN), becomes an ``internal_adapter_error``
    Problem, the details going only to the server's stderr log;
-3. exactly one audit record is appended (redacted, chained, with the hashed token subject of a remote
-   call) and its id becomes ``audit_event_id``; a
-   tool with an effect has its record ``fsync``-ed before the answer leaves, a read's is written at once
-   and synced in a group (:class:`~osbp.server.audit.AuditLog`);
-4. if that append fails, no envelope names the record that does not exist. A tool with an effect
-   (``booking.create``, ``verification.send``, ``verification.verify``) still answers what happened,
-   without ``audit_event_id``, and the server logs ``audit_append_failed`` at CRITICAL; a read-only tool
-   answers the retryable ``audit_unavailable`` Problem instead of its value, logged at ERROR (see
-   ``docs/server.md`` for why).
+3. an effect is written ahead (:mod:`osbp.protocol.effects`): before each platform send (booking.create's
+   platform create, asked by the core; the verification tools, before their adapter runs) an intent
+   record is appended and ``fsync``-ed; when it cannot be, nothing is sent and the call answers the
+   retryable ``audit_unavailable`` Problem;
+4. exactly one record of the call is appended (redacted, chained, with the keyed subject hash of a remote
+   call, listing the intents it wrote) and its id becomes ``audit_event_id``; a tool with an effect has
+   its record ``fsync``-ed before the answer leaves, a read's is written at once and synced in a group
+   (:class:`~osbp.server.audit.AuditLog`);
+5. if that append fails, no envelope names the record that does not exist. A call that sent an effect
+   still answers what happened, without ``audit_event_id`` (its intent record explains it), and the
+   server logs ``audit_append_failed`` at CRITICAL; any other call answers the retryable
+   ``audit_unavailable`` Problem instead of its value, logged at ERROR (see ``docs/server.md`` for why).
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ import logging
 import re
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import anyio
@@ -40,6 +44,8 @@ from pydantic import BaseModel, ValidationError
 from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.confirmation import ConfirmationTrail, Confirmer, confirming
 from osbp.protocol.contract import BookingAdapter, Failure, Success
+from osbp.protocol.effects import journaling
+from osbp.protocol.idempotency import booking_payload_hash
 from osbp.protocol.models import (
     AvailabilityFindInput,
     BookingCreateInput,
@@ -78,7 +84,8 @@ __all__ = [
 INVALID_INPUT = "invalid_input"
 #: A ``tools/call`` naming a tool this server does not offer.
 UNKNOWN_TOOL = "unknown_tool"
-#: A read-only call whose audit record could not be written; retryable, since nothing changed.
+#: A call whose audit record could not be written before anything changed (a read's record, an effect's
+#: intent): its answer is withheld, and it is retryable, since nothing changed.
 AUDIT_UNAVAILABLE = "audit_unavailable"
 
 #: Tools whose call changes something outside the server; their answer is never withheld.
@@ -86,7 +93,51 @@ _EFFECTFUL: frozenset[ToolName] = frozenset(
     definition.name for definition in TOOL_DEFINITIONS.values() if not definition.annotations.read_only_hint
 )
 
+#: Effect tools whose every platform send is preceded by a durable intent record: booking.create (the core
+#: asks, right before each platform create) and the verification tools (asked here, before the adapter).
+_WRITTEN_AHEAD: frozenset[ToolName] = frozenset(
+    {"booking.create", "verification.send", "verification.verify"}
+)
+_INTENT_FIRST: frozenset[ToolName] = _WRITTEN_AHEAD - {"booking.create"}
+
 logger = logging.getLogger("osbp.server")
+
+#: The answer when an effect's intent record cannot be made durable: nothing was sent.
+_NOT_SENT = problem(
+    AUDIT_UNAVAILABLE,
+    "The server could not record this call in its audit log before acting, so nothing was sent to the "
+    "platform: no booking was made and no message was sent. Retry shortly with the same arguments; if this "
+    "persists, the operator must repair the audit log (see the server's log) before any booking.",
+    retryable=True,
+)
+
+
+@dataclass
+class _Journal:
+    """One call's write-ahead records (:mod:`osbp.protocol.effects`): each durable before its send."""
+
+    audit: AuditLog
+    #: The intent record's draft for a fresh event id.
+    draft: Callable[[str], AuditDraft]
+    new_event_id: Callable[[], str]
+    written: list[str] = field(default_factory=list)
+    #: The Problem answered when an intent could not be written (then nothing was sent).
+    refused: Problem | None = None
+
+    async def intend(self, tool: ToolName) -> Problem | None:
+        """Append and fsync the intent record; the retryable ``audit_unavailable`` when that fails."""
+        event_id = self.new_event_id()
+        draft = self.draft(event_id)
+        try:
+            await self.audit.aappend(draft, durable=True)
+        except Exception:
+            fields = {"tool": tool, "mandate_id": draft.mandate_id, "answered": AUDIT_UNAVAILABLE}
+            logger.error("audit_intent_failed", exc_info=True, extra=fields)
+            self.refused = _NOT_SENT
+            return _NOT_SENT
+        self.written.append(event_id)
+        return None
+
 
 _MANDATE_SUMMARY_FIELDS = (
     "id",
@@ -347,8 +398,12 @@ class ToolDispatcher:
         return result
 
     async def _execute(self, name: ToolName, inp: ToolInput, trail: ConfirmationTrail) -> CallToolResult:
-        with capture_upstream() as capture, confirming(trail):
-            outcome = await self._run(name, inp)
+        journal = _Journal(self._audit, partial(self._intent, name, inp, trail), self._new_event_id)
+        with capture_upstream() as capture, confirming(trail), journaling(journal):
+            # booking.create's intent is written by the protocol core, right before each platform create
+            # (a gated or refused create sends nothing); the verification tools' before the adapter runs.
+            refused = await journal.intend(name) if name in _INTENT_FIRST else None
+            outcome = Outcome(problem=refused) if refused is not None else await self._run(name, inp)
         event_id = self._new_event_id()
         envelope = _envelope(outcome, event_id)
         text = _json_text(envelope)
@@ -358,34 +413,50 @@ class ToolDispatcher:
             outcome = Outcome(problem=problem(ProblemCode.INTERNAL_ADAPTER_ERROR))
             envelope = _envelope(outcome, event_id)
             text = _dumps(envelope)
-        mandate_id, mandate = _mandate_context(name, inp)
-        principal = current_principal()
-        draft = AuditDraft(
-            id=event_id,
-            tool_name=name,
-            created_at=self._clock.now(),
-            input=inp.to_wire(),
+        draft = replace(
+            self._draft(name, inp, trail, event_id),
             result=_without_audit_id(envelope),
             decision=Decision(
                 ok=outcome.ok,
                 code=outcome.problem.code if outcome.problem else None,
                 retryable=outcome.problem.retryable if outcome.problem else None,
             ),
-            mandate_id=mandate_id,
-            mandate=mandate,
-            platform=None if name == "handoff.request" else self._adapter.platform,
             upstream=capture.last,
-            subject=principal.subject_hash if principal is not None else None,
-            confirmation=_confirmation_record(trail),
+            intents=tuple(journal.written) or None,
         )
         try:
             # Durable (fsynced before the answer) exactly when the call may have changed something.
             await self._audit.aappend(draft, durable=name in _EFFECTFUL)
         except Exception:
-            return self._unaudited(name, outcome, mandate_id)
+            return self._unaudited(name, outcome, draft.mandate_id, journal)
         return _result(envelope, text)
 
-    def _unaudited(self, name: ToolName, outcome: Outcome, mandate_id: str | None) -> CallToolResult:
+    def _draft(self, name: ToolName, inp: ToolInput, trail: ConfirmationTrail, event_id: str) -> AuditDraft:
+        """What every record of this call says: who, what and under which mandate (before the outcome)."""
+        mandate_id, mandate = _mandate_context(name, inp)
+        principal = current_principal()
+        return AuditDraft(
+            id=event_id,
+            tool_name=name,
+            created_at=self._clock.now(),
+            input=inp.to_wire(),
+            result={},
+            decision=Decision(ok=True),
+            mandate_id=mandate_id,
+            mandate=mandate,
+            platform=None if name == "handoff.request" else self._adapter.platform,
+            subject=principal.subject_hash if principal is not None else None,
+            confirmation=_confirmation_record(trail),
+            payload_hash=booking_payload_hash(inp) if isinstance(inp, BookingCreateInput) else None,
+        )
+
+    def _intent(self, name: ToolName, inp: ToolInput, trail: ConfirmationTrail, event_id: str) -> AuditDraft:
+        """The write-ahead record of one platform send: the call's authorization, no result yet."""
+        return replace(self._draft(name, inp, trail, event_id), phase="intent")
+
+    def _unaudited(
+        self, name: ToolName, outcome: Outcome, mandate_id: str | None, journal: _Journal
+    ) -> CallToolResult:
         """The answer when the audit record could not be written: never an id that names no record."""
         fields = {
             "tool": name,
@@ -393,14 +464,17 @@ class ToolDispatcher:
             "code": outcome.problem.code if outcome.problem else None,
             "mandate_id": mandate_id,
         }
-        if name in _EFFECTFUL:
-            # The action already happened (a booking cannot be taken back, a message cannot be unsent):
-            # the agent must see it, and the operator must not be able to overlook the missing record.
+        if journal.written or (name in _EFFECTFUL and name not in _WRITTEN_AHEAD):
+            # The action may have happened (a booking cannot be taken back, a message cannot be unsent),
+            # and its intent record explains it: the agent must see it, and the operator must not be able
+            # to overlook the missing outcome record (`osbp audit verify` names the open intent too).
             logger.critical("audit_append_failed", exc_info=True, extra=fields | {"answered": "unaudited"})
             return envelope_result(_envelope(outcome, None))
-        # Nothing changed: withhold the read rather than answer an unaudited call, so an agent stops
-        # before it reaches a booking.create that could not be audited either.
+        # Nothing reached the platform: withhold the answer rather than answer an unaudited call, so an
+        # agent stops before it reaches an effect that could not be audited either.
         logger.error("audit_append_failed", exc_info=True, extra=fields | {"answered": AUDIT_UNAVAILABLE})
+        if journal.refused is not None:
+            return _rejected(journal.refused)
         return _rejected(
             problem(
                 AUDIT_UNAVAILABLE,

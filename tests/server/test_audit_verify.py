@@ -6,12 +6,15 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from osbp.protocol.canonical import sha256_hex
+from osbp.protocol.models import ToolName
 from osbp.server.audit import AuditDraft, AuditLog, Decision, record_hash
 from osbp.server.audit_cli import main
 from osbp.server.audit_verify import verify_chain
@@ -404,3 +407,67 @@ def test_a_missing_replica_log_fails_the_run_with_status_2(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out.startswith(f"{intact}: ok: 5 events")
     assert captured.err.startswith(f"osbp audit verify: no audit log at {tmp_path / 'replica-2.jsonl'}: ")
+
+
+def effect(event_id: str, tool: ToolName, **fields: Any) -> AuditDraft:
+    """One record of an effect tool: an intent (``phase="intent"``) or a call's outcome."""
+    draft = AuditDraft(
+        id=event_id,
+        tool_name=tool,
+        created_at=datetime(2026, 5, 1, 12, 0, tzinfo=UTC),
+        input={"idempotency_key": "k"} if tool == "booking.create" else {},
+        result={},
+        decision=Decision(ok=True),
+        mandate_id="mnd_1",
+    )
+    return replace(draft, **fields)
+
+
+def open_intents(path: Path, *drafts: AuditDraft) -> list[str]:
+    """The ids of the intents `verify_chain` reports open after appending ``drafts``."""
+    log = AuditLog(path)
+    for draft in drafts:
+        log.append(draft)
+    log.close()
+    report = verify_chain(path)
+    assert report.ok
+    return [intent.event_id for intent in report.open_intents]
+
+
+REFUSED = Decision(ok=False, code="upstream_unavailable", retryable=True)
+
+
+def test_an_intent_is_closed_by_the_outcome_that_lists_it(tmp_path):
+    """docs/server.md, write-ahead: the call's record names the intents it wrote."""
+    assert (
+        open_intents(
+            tmp_path / "events.jsonl",
+            effect("aud_i", "verification.send", phase="intent"),
+            effect("aud_o", "verification.send", intents=("aud_i",), result={"ok": True}),
+        )
+        == []
+    )
+
+
+def test_an_intent_left_by_a_crash_stays_open_until_the_same_create_settles(tmp_path):
+    """docs/server.md, write-ahead: a retry of the same logical create (payload hash) settles its earlier
+    intents; a refusal that never reached the platform, or another create, does not."""
+    path = tmp_path / "events.jsonl"
+    crashed = effect("aud_1", "booking.create", phase="intent", payload_hash="p")
+    other = effect("aud_2", "booking.create", decision=Decision(ok=True), payload_hash="q")
+    not_sent = effect("aud_3", "booking.create", decision=REFUSED, payload_hash="p")
+    assert open_intents(path, crashed, other, not_sent) == ["aud_1"]
+    resent = effect("aud_4", "booking.create", phase="intent", payload_hash="p")
+    answered = effect("aud_5", "booking.create", decision=REFUSED, payload_hash="p", intents=("aud_4",))
+    assert open_intents(path, resent, answered) == []
+
+
+def test_open_intents_are_listed_after_the_verdict_and_the_status_stays_0(tmp_path, capsys):
+    """docs/server.md, write-ahead: the chain is intact, the effect's outcome is what is missing."""
+    path = tmp_path / "events.jsonl"
+    open_intents(path, effect("aud_crashed", "verification.send", phase="intent"))
+    assert main(["verify", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("ok: 1 events, chain intact, head ")
+    assert out[1].startswith("1 intent without an outcome: the effect may have happened unrecorded")
+    assert out[2:] == ["  aud_crashed verification.send mandate mnd_1 at 2026-05-01T12:00:00.000Z (line 1)"]

@@ -113,9 +113,10 @@ def run_host(node: str, platform: PlatformServer, workdir: Path, sdk: str, answe
 
 
 def confirmations(workdir: Path) -> list[str]:
-    """The confirmation answers booking.create's audit records hold, in order."""
+    """The confirmation answers booking.create's call records hold, in order (not their intents')."""
     events = read_events(workdir / "audit.jsonl")
-    return [e["confirmation"]["answer"] for e in events if e["tool_name"] == "booking.create"]
+    calls = [e for e in events if e["tool_name"] == "booking.create" and e.get("phase") != "intent"]
+    return [e["confirmation"]["answer"] for e in calls]
 
 
 def stats(testing: httpx2.Client) -> dict[str, int]:

@@ -223,6 +223,7 @@ async def test_the_canonical_flow_books_once_and_audits_every_call(client, adapt
     assert status["value"]["status"] == "booked"
     envs += [preflight, receipt, status]
     events = read_events(audit_path)
+    intent = events.pop(4)  # the approved create's write-ahead record, durable before the platform call
     assert [e["id"] for e in events] == [env["audit_event_id"] for env in envs]
     assert [e["tool_name"] for e in events] == [
         "service.describe",
@@ -237,6 +238,11 @@ async def test_the_canonical_flow_books_once_and_audits_every_call(client, adapt
         {"ok": True},
     ]
     assert all("upstream" in e for e in events)
+    assert (intent["phase"], intent["tool_name"], intent["result"]) == ("intent", "booking.create", {})
+    assert intent["confirmation"]["answer"] == "token"  # what authorized it, written before it happened
+    assert events[4]["intents"] == [intent["id"]]
+    assert events[4]["payload_hash"] == intent["payload_hash"] == events[3]["payload_hash"]
+    assert {"phase", "intents"}.isdisjoint(events[3])  # the gated create sent nothing
     assert adapter.creates == 1
     assert verify_chain(audit_path).ok
 
@@ -339,7 +345,11 @@ async def test_verification_flow_never_writes_the_code_or_contacts_to_the_audit_
     for sentinel in (code, token, "+15555550100", "jane@example.com", "Jane", "Customer"):
         assert sentinel not in log, sentinel
     assert '"verification_code":"[redacted]"' in log
-    assert json.loads(log.splitlines()[2])["result"]["value"]["method"] == "sms"
+    [intent, outcome] = [
+        event for event in read_events(audit_path) if event["tool_name"] == "verification.send"
+    ]
+    assert (intent["phase"], outcome["intents"]) == ("intent", [intent["id"]])
+    assert outcome["result"]["value"]["method"] == "sms"
 
 
 @pytest.mark.anyio
@@ -369,14 +379,47 @@ def result_schema_errors(tool: str, env: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.anyio
-async def test_a_booking_whose_audit_append_fails_still_reaches_the_agent_without_an_audit_id(
+async def test_an_approved_booking_whose_intent_cannot_be_recorded_is_never_sent(
     client, adapter: MemoryAdapter, audit, audit_path, caplog
 ):
-    """OSBP spec, Audit and Result Envelope; platform choice: a booking that happened is never hidden,
-    and no envelope cites a record that does not exist."""
+    """OSBP spec, Audit (every schema-valid call produces an audit event): a mutation that cannot be
+    explained does not happen, so the create is not sent and the agent gets a retryable Problem."""
     args = create_args()
     token = token_of(envelope(await client.call_tool("osbp_booking_create", args)))
     fill_disk_under(audit)
+    approved = args | {"approval": {"confirmed": True, "token": token}}
+    with caplog.at_level(logging.ERROR, logger="osbp.server"):
+        env = envelope(await client.call_tool("osbp_booking_create", approved))
+    assert env == {
+        "ok": False,
+        "problem": {"code": "audit_unavailable", "message": env["problem"]["message"], "retryable": True},
+    }
+    assert "nothing was sent to the platform" in env["problem"]["message"]
+    assert result_schema_errors("booking.create", env) == []
+    assert adapter.creates == 0
+    [record] = [r for r in caplog.records if r.getMessage() == "audit_intent_failed"]
+    assert record.levelno == logging.ERROR
+    assert record.exc_info[1].errno == errno.ENOSPC
+    assert all(r.levelno < logging.CRITICAL for r in caplog.records)  # nothing happened unrecorded
+    assert [event["tool_name"] for event in read_events(audit_path)] == ["booking.create"]  # the preflight
+
+
+@pytest.mark.anyio
+async def test_a_booking_whose_outcome_record_fails_reaches_the_agent_and_leaves_its_intent_open(
+    client, adapter: MemoryAdapter, audit, audit_path, caplog, monkeypatch
+):
+    """OSBP spec, Audit and Result Envelope; platform choice: a booking that happened is never hidden,
+    no envelope cites a record that does not exist, and its intent record still explains it."""
+    args = create_args()
+    token = token_of(envelope(await client.call_tool("osbp_booking_create", args)))
+    place = adapter.place_booking
+
+    async def place_then_fill_the_disk(*arguments: Any) -> Any:
+        booked = await place(*arguments)
+        fill_disk_under(audit)  # the intent is written; the outcome record will not be
+        return booked
+
+    monkeypatch.setattr(adapter, "place_booking", place_then_fill_the_disk)
     approved = args | {"approval": {"confirmed": True, "token": token}}
     with caplog.at_level(logging.ERROR, logger="osbp.server"):
         result = await client.call_tool("osbp_booking_create", approved)
@@ -388,16 +431,47 @@ async def test_a_booking_whose_audit_append_fails_still_reaches_the_agent_withou
     assert adapter.creates == 1
     [record] = [r for r in caplog.records if r.getMessage() == "audit_append_failed"]
     assert record.levelno == logging.CRITICAL
-    assert isinstance(record.exc_info[1], OSError)
     assert record.exc_info[1].errno == errno.ENOSPC
     assert (record.tool, record.ok, record.mandate_id) == ("booking.create", True, "mnd_test_001")
-    assert [event["tool_name"] for event in read_events(audit_path)] == ["booking.create"]  # the preflight
+    preflight, intent = read_events(audit_path)
+    assert (preflight.get("phase"), intent["phase"]) == (None, "intent")
+    report = verify_chain(audit_path)
+    assert report.ok
+    assert [(i.event_id, i.tool_name, i.mandate_id) for i in report.open_intents] == [
+        (intent["id"], "booking.create", "mnd_test_001")
+    ]
 
 
 @pytest.mark.anyio
-async def test_a_sent_verification_whose_audit_fails_is_still_answered(client, adapter: MemoryAdapter, audit):
-    """Platform choice: a message that was sent cannot be unsent, so the agent learns it was."""
+async def test_a_verification_whose_intent_cannot_be_recorded_sends_nothing(
+    client, adapter: MemoryAdapter, audit
+):
+    """OSBP spec, Audit: a message that cannot be explained is not sent (it could not be unsent)."""
     fill_disk_under(audit)
+    arguments = {"customer": {"phone": "+15555550100"}, "purpose": f"booking:{ORG}"}
+    env = envelope(await client.call_tool("osbp_verification_send", arguments))
+    assert (env["ok"], env["problem"]["code"], env["problem"]["retryable"]) == (
+        False,
+        "audit_unavailable",
+        True,
+    )
+    assert "audit_event_id" not in env
+    assert adapter.sent_codes == []
+
+
+@pytest.mark.anyio
+async def test_a_sent_verification_whose_outcome_record_fails_is_still_answered(
+    client, adapter: MemoryAdapter, audit, monkeypatch
+):
+    """Platform choice: a message that was sent cannot be unsent, so the agent learns it was."""
+    send = adapter.send_verification
+
+    async def send_then_fill_the_disk(*arguments: Any) -> Any:
+        sent = await send(*arguments)
+        fill_disk_under(audit)
+        return sent
+
+    monkeypatch.setattr(adapter, "send_verification", send_then_fill_the_disk)
     arguments = {"customer": {"phone": "+15555550100"}, "purpose": f"booking:{ORG}"}
     env = envelope(await client.call_tool("osbp_verification_send", arguments))
     assert env == {"ok": True, "value": {"sent": True, "method": "sms", "purpose": f"booking:{ORG}"}}
@@ -531,8 +605,11 @@ class AuditedCalls:
             assert "audit_event_id" not in env
             assert len(read_events(self.audit.path)) == self.audited
             return env
-        self.audited += 1
-        record = read_events(self.audit.path)[-1]
+        records = read_events(self.audit.path)
+        record = records[-1]
+        # The call's record, after the write-ahead record of each platform send it made.
+        self.audited += 1 + len(record.get("intents", []))
+        assert len(records) == self.audited
         assert env["audit_event_id"] == record["id"]
         assert record["input_hash"] == sha256_hex(record["input"])
         assert record["result_hash"] == sha256_hex(record["result"])

@@ -248,6 +248,11 @@ async def test_the_canonical_flow_runs_over_stdio_and_leaves_a_clean_redacted_au
         assert s.stray == []
 
     events = read_events(s.audit_path)
+    # Each platform send's write-ahead record, closed by the record of the call that wrote it.
+    intents = [e["id"] for e in events if e.get("phase") == "intent"]
+    events = [e for e in events if e.get("phase") != "intent"]
+    assert [i for e in events for i in e.get("intents", [])] == intents
+    assert len(intents) == 4  # three approved creates sent (one answered requires_verification), one code
     envelopes = [r.structured_content for r in s.results]
     assert [e["id"] for e in events] == [env["audit_event_id"] for env in envelopes if env]
     upstream = {e["id"]: "upstream" in e for e in events}

@@ -7,9 +7,12 @@ codes and headers the SDK client hides (401, 403, 413, 408, 421) are read with a
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -21,7 +24,7 @@ import httpx2
 import pytest
 
 from osbp.backend.serving import PlatformServer
-from osbp.protocol.canonical import sha256_hex
+from osbp.protocol.canonical import canonical_json
 from osbp.protocol.timeutil import format_instant
 from tests.support.jsonrpc import holding
 from tests.support.mcp import read_events
@@ -140,7 +143,11 @@ async def test_the_canonical_flow_runs_over_streamable_http_with_a_bearer_token(
     events = read_events(workdir / "audit" / "events.jsonl")
     ours = {receipt["audit_event_id"], status["audit_event_id"], notary["audit_event_id"]}
     subjects = {event["subject"] for event in events if event["id"] in ours}
-    assert subjects == {sha256_hex({"iss": ISSUER, "sub": "alice@example.org"})}
+    with sqlite3.connect(workdir / "state" / "osbp.sqlite3") as db:
+        [(salt,)] = db.execute("SELECT value FROM deployment_secrets").fetchall()
+    identity = canonical_json({"iss": ISSUER, "sub": "alice@example.org"})
+    # Keyed with the deployment's salt (no OSBP_AUDIT_KEY here): a guessed subject cannot be checked.
+    assert subjects == {hmac.new(bytes.fromhex(salt), identity, hashlib.sha256).hexdigest()}
     assert "alice@example.org" not in (workdir / "audit" / "events.jsonl").read_text(encoding="utf-8")
 
 

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import IO, Any
 
 from mcp.types import LATEST_PROTOCOL_VERSION
@@ -31,12 +32,15 @@ class StdioServer:
         *,
         stderr: IO[str] | None = None,
         capabilities: dict[str, Any] | None = None,
+        preexec_fn: Callable[[], None] | None = None,
     ) -> None:
         base = {key: os.environ[key] for key in ("PATH", "HOME", "LANG") if key in os.environ}
         self._env = base | {"PYTHONPATH": str(REPO)} | env
         self._stderr = stderr
         #: What the client declares at initialize (none by default).
         self._capabilities = capabilities or {}
+        #: Run in the child before it execs the server (a resource limit, for instance).
+        self._preexec_fn = preexec_fn
         self._process: subprocess.Popen[str] | None = None
         self._next_id = 0
 
@@ -50,6 +54,7 @@ class StdioServer:
             text=True,
             env=self._env,
             cwd=REPO,
+            preexec_fn=self._preexec_fn,
         )
         answer = self._request(
             "initialize",
