@@ -67,15 +67,21 @@ class Principal:
 
     @property
     def subject_hash(self) -> str:
-        """Who acted, stable per person but not the identifier itself (audit, binding).
+        """Who acted, stable per person but not the identifier itself (scopes, bindings, pages).
 
         HMAC-SHA256 hex under :attr:`key` of the canonical JSON of issuer and subject; a principal no key
         was given to (in-process use without a server) falls back to their plain SHA-256.
         """
-        identity = {"iss": self.issuer, "sub": self.subject}
         if self.key is None:
-            return sha256_hex(identity)
-        return hmac.new(self.key, canonical_json(identity), hashlib.sha256).hexdigest()
+            return sha256_hex(self._identity())
+        return self.hash_under(self.key)
+
+    def hash_under(self, key: bytes) -> str:
+        """HMAC-SHA256 hex under ``key`` of the canonical JSON of issuer and subject."""
+        return hmac.new(key, canonical_json(self._identity()), hashlib.sha256).hexdigest()
+
+    def _identity(self) -> dict[str, str]:
+        return {"iss": self.issuer, "sub": self.subject}
 
 
 _current: ContextVar[Principal | None] = ContextVar("osbp_principal", default=None)

@@ -120,7 +120,8 @@ def create_server(
         if principal_of is None:
             return await dispatcher.call(params.name, params.arguments, confirmer=confirmer)
         principal = principal_of(ctx.request)
-        # Keyed here, for every use of the subject's hash: the audit record, approvals, confirmation pages.
+        # Keyed here with the state's salt, for every use of the subject's hash in the state (scopes,
+        # approvals, pages); the audit record keys its own subject (AuditLog.subject).
         with acting_for(principal.keyed(audit.subject_key) if principal is not None else None):
             return await dispatcher.call(params.name, params.arguments, confirmer=confirmer)
 

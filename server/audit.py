@@ -60,6 +60,7 @@ from pydantic import BaseModel, ConfigDict
 
 from osbp.protocol.canonical import canonical_json, canonical_object, sha256_hex, sha256_hex_bytes
 from osbp.protocol.models import AuditEvent, PlatformIdentity, ToolName, UpstreamMeta
+from osbp.protocol.principal import Principal
 from osbp.server.redaction import Redactor, Scrubber
 
 __all__ = [
@@ -213,10 +214,10 @@ class AuditLog:
         self.path = Path(path)
         self._redactor = redactor or Redactor()
         self._key = key
-        #: What the records' ``subject`` hashes are keyed with (:meth:`Principal.keyed`): the given key
-        #: (the server's: the audit key, else the deployment's salt), else the audit key, else a salt of
-        #: this log object only.
-        self.subject_key = subject_key or key or secrets.token_bytes(32)
+        #: What a caller's subject hash is keyed with for the state (:meth:`Principal.keyed`: scopes,
+        #: approvals, pages): the given key (the server's: the deployment's salt), else a salt of this log
+        #: object only. The records' own ``subject`` is keyed with the audit key when set (:meth:`subject`).
+        self.subject_key = subject_key or secrets.token_bytes(32)
         self._sync_every = sync_every
         self._sync_delay_s = sync_delay_s
         self._fd: int | None = None
@@ -229,6 +230,14 @@ class AuditLog:
         #: Where our last line ended and its hash: while the file still ends there, no other process has
         #: appended since, and that hash is the chain's last (no need to read it back and parse it).
         self._tail: tuple[int, str] | None = None
+
+    def subject(self, principal: Principal) -> str:
+        """A record's ``subject``: the caller's HMAC-SHA256 under the audit key when set, else its state hash.
+
+        With the key an auditor can test a suspected subject against the log; without it the hash is the
+        deployment salt's, which lives only in the state.
+        """
+        return principal.hash_under(self._key) if self._key is not None else principal.subject_hash
 
     def open(self) -> None:
         """Create and open the log now (so a bad path fails at start-up, not on the first call)."""

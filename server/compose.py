@@ -40,7 +40,7 @@ from osbp.protocol.state import StateBackend, StateUnavailable, open_state_store
 from osbp.server.audit import AuditLog
 from osbp.server.orgs import OrganizationRouter, SingleDirectory, served_organizations
 from osbp.server.settings import Leaf, ServerSettings, settings_of
-from osbp.server.subject_key import subject_key
+from osbp.server.subject_key import deployment_salt
 
 __all__ = [
     "AdapterFactory",
@@ -190,7 +190,7 @@ def _open_files(settings: ServerSettings) -> tuple[StateBackend, AuditLog] | str
     subject = None
     if settings.transport != "stdio":  # only a remote call has a subject
         try:
-            subject = subject_key(key, state)
+            subject = deployment_salt(state)
             # No connection stays open until serving: opening another store on the same file in this
             # process (the HTTP app's, for confirmation pages) closes a descriptor of it, which drops the
             # process's POSIX locks, and a live SQLite connection would then lose its WAL to a replica.

@@ -445,7 +445,7 @@ class ToolDispatcher:
             mandate_id=mandate_id,
             mandate=mandate,
             platform=None if name == "handoff.request" else self._adapter.platform,
-            subject=principal.subject_hash if principal is not None else None,
+            subject=self._audit.subject(principal) if principal is not None else None,
             confirmation=_confirmation_record(trail),
             payload_hash=booking_payload_hash(inp) if isinstance(inp, BookingCreateInput) else None,
         )

@@ -1,10 +1,10 @@
-"""The key of the audit's subject hash: ``OSBP_AUDIT_KEY`` when set, else the deployment's own salt.
+"""The deployment's subject salt: what a remote subject's hash in the OSBP state is keyed with.
 
-The salt is 32 random bytes made once, by the first server to need it, and kept in the OSBP state (one
-row of its own table, ``deployment_secrets``): private like the rest of the state (the SQLite file is
-``0600``), the same after a restart, and the same for every replica sharing a PostgreSQL state, so one
-subject's hash, and an approval bound to it, agrees across them. Servers starting together agree too:
-the row is inserted only when absent and then read back, in one transaction.
+32 random bytes made once, by the first server to need them, and kept in the OSBP state itself (one row of
+its own table, ``deployment_secrets``): private like the rest of the state (the SQLite file is ``0600``),
+the same after a restart and for every replica sharing the state, and independent of ``OSBP_AUDIT_KEY``,
+so a subject's idempotency scope and the approvals bound to it survive a change of the audit key. Servers
+starting together agree too: the row is inserted only when absent and then read back, in one transaction.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import secrets
 
 from osbp.protocol.state import StateBackend
 
-__all__ = ["deployment_salt", "subject_key"]
+__all__ = ["deployment_salt"]
 
 _TABLE = "CREATE TABLE IF NOT EXISTS deployment_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)"
 _NAME = "subject_salt"
@@ -39,7 +39,3 @@ def deployment_salt(state: StateBackend) -> bytes:
         # now, so the second try only reads (or inserts) the row. A real failure raises again here.
         return _salt(state)
 
-
-def subject_key(audit_key: bytes | None, state: StateBackend) -> bytes:
-    """What subject hashes are keyed with: the audit key when there is one, else the deployment's salt."""
-    return audit_key if audit_key is not None else deployment_salt(state)

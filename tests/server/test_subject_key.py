@@ -19,12 +19,13 @@ from osbp.backend.serving import PlatformServer
 from osbp.protocol.canonical import canonical_json, sha256_hex
 from osbp.protocol.state import open_state_store
 from osbp.protocol.timeutil import format_instant
-from osbp.server.subject_key import deployment_salt, subject_key
+from osbp.server.subject_key import deployment_salt
 from tests.support.mcp import read_events
-from tests.support.reference import CLEANING, NOW, ORG
-from tests.support.remote import ISSUER, Issuer, RemoteServer, envelope, remote_client
+from tests.support.reference import CLEANING, NOW, ORG, create_input
+from tests.support.remote import ISSUER, Issuer, RemoteServer, approved, envelope, remote_client
 
 AUDIT_KEY = "audit-key-" + "0123456789abcdef" * 3
+NEW_AUDIT_KEY = "audit-key-" + "fedcba9876543210" * 3
 SUBJECT = "jane@example.com"  # a guessable subject: the hash must not let a guess be checked
 
 
@@ -41,7 +42,6 @@ def test_the_deployment_salt_is_made_once_and_shared_by_every_store_on_the_state
         salt = deployment_salt(first)
         assert len(salt) == 32
         assert deployment_salt(second) == salt == deployment_salt(first)
-        assert subject_key(b"k" * 32, first) == b"k" * 32  # the audit key, when set, is the key
     finally:
         first.close()
         second.close()
@@ -103,3 +103,33 @@ async def test_without_an_audit_key_the_subject_is_keyed_with_the_salt_kept_in_t
         [(salt,)] = db.execute("SELECT value FROM deployment_secrets WHERE name = 'subject_salt'").fetchall()
     assert first == again == hmac_hex(bytes.fromhex(salt))
     assert first != sha256_hex({"iss": ISSUER, "sub": SUBJECT})
+
+
+@pytest.mark.integration
+@pytest.mark.anyio
+async def test_an_approval_issued_before_the_audit_key_changed_still_books_the_one_appointment(
+    platform: PlatformServer, tmp_path: Path
+) -> None:
+    """OSBP spec, booking.create (one logical attempt across retries); docs/server.md: the state keys a
+    subject with the deployment's salt, so a restart with another OSBP_AUDIT_KEY keeps scopes and approvals,
+    while each audit record's subject is keyed with the audit key of the server that wrote it."""
+    issuer = Issuer(tmp_path / "issuer")
+    log = tmp_path / "audit" / "events.jsonl"
+    arguments = create_input(idempotency_key="idem-audit-key-change").to_wire()
+    with RemoteServer(
+        remote_env(platform.base_url, tmp_path, issuer, OSBP_AUDIT_KEY=AUDIT_KEY), tmp_path
+    ) as server:
+        async with remote_client(server.url, issuer.token(server.url, subject=SUBJECT)) as client:
+            challenge = envelope(await client.call_tool("osbp_booking_create", arguments))
+    env = remote_env(platform.base_url, tmp_path, issuer, OSBP_AUDIT_KEY=NEW_AUDIT_KEY)
+    with RemoteServer(env, tmp_path) as server:
+        async with remote_client(server.url, issuer.token(server.url, subject=SUBJECT)) as client:
+            receipt = envelope(await client.call_tool("osbp_booking_create", approved(arguments, challenge)))
+            replay = envelope(await client.call_tool("osbp_booking_create", arguments))
+    assert receipt["ok"] is True, receipt
+    assert replay["ok"] is True
+    assert replay["value"] == receipt["value"]
+    assert replay["osbp_runtime"]["idempotency"] == "local_cache_replay"
+    subjects = {event["id"]: event["subject"] for event in read_events(log)}
+    assert subjects[challenge["audit_event_id"]] == hmac_hex(AUDIT_KEY.encode())
+    assert subjects[receipt["audit_event_id"]] == hmac_hex(NEW_AUDIT_KEY.encode())
