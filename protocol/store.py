@@ -33,6 +33,7 @@ CONFLICT``); :attr:`StateStore.for_update` is the one fragment that differs.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import sqlite3
@@ -255,10 +256,22 @@ def _create_private(path: Path) -> None:
         directory.mkdir(parents=True, mode=0o700, exist_ok=True)
         # mkdir's mode is filtered by the umask; the state directory is private regardless.
         directory.chmod(0o700)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        # The open mode is filtered by the umask and ignored for an existing file (say one made 0644
-        # before this rule): enforce it, as the audit log does.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        # An existing file is checked by its path, never opened: this process may already hold SQLite
+        # connections to it, and closing any descriptor of a file drops every POSIX lock the process holds
+        # on it (fcntl locks belong to the process and the inode), so a replica could write under a
+        # transaction of ours. A mode made 0644 before this rule is tightened, as the audit log's is.
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path)) from None
+        if not os.access(path, os.R_OK | os.W_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path)) from None
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+        return
+    try:
+        # The open mode is filtered by the umask: enforce it.
         if os.fstat(fd).st_mode & 0o077:
             os.fchmod(fd, 0o600)
     finally:

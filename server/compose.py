@@ -191,10 +191,7 @@ def _open_files(settings: ServerSettings) -> tuple[StateBackend, AuditLog] | str
     if settings.transport != "stdio":  # only a remote call has a subject
         try:
             subject = deployment_salt(state)
-            # No connection stays open until serving: opening another store on the same file in this
-            # process (the HTTP app's, for confirmation pages) closes a descriptor of it, which drops the
-            # process's POSIX locks, and a live SQLite connection would then lose its WAL to a replica.
-            state.close()
+            state.close()  # no connection is held open until serving (it reopens on first use)
         except Exception as error:  # the state just opened: a database that went away, a full disk
             state.close()
             return f"cannot keep the deployment's subject salt in the state {state.location}: {error}"

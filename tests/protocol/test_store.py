@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 import threading
 from collections import Counter
 from contextlib import closing
@@ -477,3 +479,36 @@ async def test_closing_the_core_closes_the_state_files_connections(tmp_path: Pat
     await core.aclose()
     with pytest.raises(sqlite3.ProgrammingError):
         connection.execute("SELECT 1")
+
+
+LOCK_PROBE = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)
+try:
+    print(db.execute("PRAGMA journal_mode=DELETE").fetchone()[0])
+except sqlite3.OperationalError as error:
+    print(error)
+"""
+
+
+def test_opening_the_file_again_in_this_process_keeps_the_live_connections_locks(tmp_path: Path) -> None:
+    """SQLite's "How To Corrupt" §2.2 (POSIX advisory locks cancelled by a close): a second store on one
+    file in one process (the HTTP app's beside the core's) must not close a descriptor of it, or another
+    process could take the file from under a live connection of ours (here: switch it out of WAL)."""
+    path = tmp_path / "osbp.sqlite3"
+    first = StateStore(path)
+    with first.write() as db:  # a pooled connection stays open, in WAL, holding its shared lock
+        db.execute("DELETE FROM approvals")
+    second = StateStore(path)
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-c", LOCK_PROBE, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        assert probe.stdout.strip() == "database is locked"
+    finally:
+        first.close()
+        second.close()
