@@ -60,6 +60,7 @@ from osbp.server.orgs import served_organizations
 from osbp.server.remote_settings import HttpSettings, OAuthSettings, split_list
 
 __all__ = [
+    "AUDIT_KEY_RULE",
     "Leaf",
     "LogLevel",
     "ServerSettings",
@@ -169,6 +170,11 @@ _REQUEST_STATE_KEY_RULE = (
     '(python -c "import secrets; print(secrets.token_hex(32))")'
 )
 
+AUDIT_KEY_RULE = (
+    f"be at least {AUDIT_KEY_MIN_LENGTH} random characters, not a character or a block repeated "
+    '(python -c "import secrets; print(secrets.token_hex(32))")'
+)
+
 
 def looks_random(key: str) -> bool:
     """Whether ``key`` could be a generated secret: no check can prove one is, this refuses what is not.
@@ -229,7 +235,7 @@ class ServerSettings(BaseSettings):
     )
     audit_key: Annotated[
         SecretStr | None,
-        Setting("OSBP_AUDIT_KEY", rule=f"be at least {AUDIT_KEY_MIN_LENGTH} characters", secret=True),
+        Setting("OSBP_AUDIT_KEY", rule=AUDIT_KEY_RULE, secret=True),
     ] = Field(
         default=None,
         min_length=AUDIT_KEY_MIN_LENGTH,
@@ -306,6 +312,15 @@ class ServerSettings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Keyword arguments (the flags) first, then each setting's own variable; no dotenv, no files."""
         return init_settings, _Variables(settings_cls)
+
+    @field_validator("audit_key")
+    @classmethod
+    def _audit_key(cls, value: SecretStr | None) -> SecretStr | None:
+        # A placeholder such as 32 times "a" passes the length check but keys nothing an attacker could
+        # not guess: the macs and the subject hashes would authenticate nothing.
+        if value is not None and not looks_random(value.get_secret_value()):
+            raise ValueError(f"must {AUDIT_KEY_RULE}")
+        return value
 
     @field_validator("request_state_key")
     @classmethod

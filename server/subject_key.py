@@ -38,4 +38,3 @@ def deployment_salt(state: StateBackend) -> bytes:
         # Two replicas creating the table at once can collide in PostgreSQL's catalog; the table exists
         # now, so the second try only reads (or inserts) the row. A real failure raises again here.
         return _salt(state)
-

@@ -20,9 +20,11 @@ from mcp.types import LATEST_PROTOCOL_VERSION
 
 from osbp.protocol.clock import FixedClock, SystemClock
 from osbp.server.cli import build_parser, load_settings, main
-from osbp.server.settings import ServerSettings
+from osbp.server.settings import AUDIT_KEY_RULE, ServerSettings
 
 PLUGIN = "tests.support.memory_adapter:build_memory_adapter"
+#: An audit key as `secrets.token_hex(32)` makes them (fixed here: tests only, never secret).
+GOOD_AUDIT_KEY = "5d0c2f7be91a43e68c4a0b1f9e27d3c8a6f4b2e0917c5d3a8b6e4f2a0c9d7b15"
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -92,7 +94,7 @@ def test_missing_platform_and_organization_exit_2_naming_flags_and_variables(cap
         (
             [],
             CONFIGURED | {"OSBP_AUDIT_KEY": "short-secret"},
-            "OSBP_AUDIT_KEY must be at least 32 characters",
+            f"OSBP_AUDIT_KEY must {AUDIT_KEY_RULE}",
         ),
         (
             [],
@@ -174,12 +176,17 @@ def test_the_audit_key_comes_from_the_environment_only_and_is_never_echoed(monke
     monkeypatch.setenv("OSBP_AUDIT_KEY", "short-secret")
     assert main(base) == 2
     err = capsys.readouterr().err
-    assert err == "osbp mcp: invalid configuration: OSBP_AUDIT_KEY must be at least 32 characters\n"
-    monkeypatch.setenv("OSBP_AUDIT_KEY", "s" * 32)
+    assert err == f"osbp mcp: invalid configuration: OSBP_AUDIT_KEY must {AUDIT_KEY_RULE}\n"
+    monkeypatch.setenv("OSBP_AUDIT_KEY", "s" * 32)  # long enough, but a placeholder
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert err == f"osbp mcp: invalid configuration: OSBP_AUDIT_KEY must {AUDIT_KEY_RULE}\n"
+    assert "s" * 32 not in err
+    monkeypatch.setenv("OSBP_AUDIT_KEY", GOOD_AUDIT_KEY)
     settings = load_settings(base)
     assert isinstance(settings, ServerSettings)
-    assert settings.audit_key_bytes() == b"s" * 32
-    assert "s" * 32 not in repr(settings)
+    assert settings.audit_key_bytes() == GOOD_AUDIT_KEY.encode()
+    assert GOOD_AUDIT_KEY not in repr(settings)
 
 
 def test_the_audit_log_defaults_to_the_spec_path():

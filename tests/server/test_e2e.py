@@ -304,7 +304,7 @@ async def test_osbp_audit_key_makes_the_real_server_write_macs_that_verify(
 ):
     """Platform choice: with OSBP_AUDIT_KEY (environment only) every line carries a mac; the key itself
     appears nowhere: not in the log, not on stderr."""
-    key = "e2e-audit-key-" + "7" * 24
+    key = "e2e-audit-key-9f3c0a7d51e84b26c1f07e93"
     async with stdio_session(platform.base_url, tmp_path, OSBP_AUDIT_KEY=key) as s:
         for _ in range(2):
             await s.call("osbp_service_describe", {"service_id": NOTARIZATION})

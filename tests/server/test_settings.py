@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from osbp.protocol.store import DEFAULT_STATE_PATH
 from osbp.server.cli import build_parser
 from osbp.server.confirmation import PerOrganization
-from osbp.server.settings import ServerSettings, describe
+from osbp.server.settings import AUDIT_KEY_RULE, ServerSettings, describe
 
 URL, ORG = "http://127.0.0.1:8400", "carolyns_dental"
 #: Request-state keys as `secrets.token_hex(32)` makes them (fixed here: tests only, never secret).
@@ -35,7 +35,7 @@ def test_every_documented_variable_reaches_its_setting(monkeypatch: pytest.Monke
         "OSBP_PLATFORM_API_KEY": "sk_from_env",
         "OSBP_SOURCE": "host-marker",
         "OSBP_AUDIT_LOG_PATH": "/var/log/osbp/events.jsonl",
-        "OSBP_AUDIT_KEY": "k" * 32,
+        "OSBP_AUDIT_KEY": GOOD_KEY,
         "OSBP_LOG_LEVEL": "DEBUG",
         "OSBP_ADAPTER_FACTORY": "tests.support.memory_adapter:build_memory_adapter",
         "OSBP_NOW": "2030-05-06T13:00:00Z",
@@ -56,7 +56,7 @@ def test_every_documented_variable_reaches_its_setting(monkeypatch: pytest.Monke
     assert adapter.platform_api_key.get_secret_value() == "sk_from_env"
     assert adapter.source == "host-marker"
     assert settings.audit_log_path == Path("/var/log/osbp/events.jsonl")
-    assert settings.audit_key_bytes() == b"k" * 32
+    assert settings.audit_key_bytes() == GOOD_KEY.encode()
     assert settings.log_level == "DEBUG"
     assert settings.adapter_factory == "tests.support.memory_adapter:build_memory_adapter"
     assert settings.now == datetime(2030, 5, 6, 13, 0, tzinfo=UTC)
@@ -134,7 +134,20 @@ def test_a_rejected_secret_is_described_without_its_value(monkeypatch: pytest.Mo
     monkeypatch.setenv("OSBP_AUDIT_KEY", "short-secret")
     with pytest.raises(ValidationError) as caught:
         ServerSettings(adapter={"platform_base_url": URL, "organization_id": ORG})
-    assert describe(caught.value) == "invalid configuration: OSBP_AUDIT_KEY must be at least 32 characters"
+    assert describe(caught.value) == f"invalid configuration: OSBP_AUDIT_KEY must {AUDIT_KEY_RULE}"
+
+
+def test_an_audit_key_that_is_a_placeholder_is_refused_without_its_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OSBP spec, Security: an audit key anyone could guess (a character or a block repeated) keys nothing."""
+    for placeholder in ("a" * 32, "0123456789abcdef" * 2, "ab" * 20):
+        monkeypatch.setenv("OSBP_AUDIT_KEY", placeholder)
+        with pytest.raises(ValidationError) as caught:
+            ServerSettings(adapter={"platform_base_url": URL, "organization_id": ORG})
+        line = describe(caught.value)
+        assert line == f"invalid configuration: OSBP_AUDIT_KEY must {AUDIT_KEY_RULE}"
+        assert placeholder not in line
 
 
 def test_a_short_request_state_key_is_refused_in_one_line_without_echoing_any_key(
