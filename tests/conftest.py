@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from osbp.protocol.state import StateBackend, open_state_store
 from tests.support.postgres import PostgresServer, database, start_server, unavailable_reason
 
 settings.register_profile("ci", derandomize=True, deadline=None)
@@ -55,3 +56,11 @@ def state_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return str(tmp_path / "state" / "osbp.sqlite3")
     url: str = request.getfixturevalue("postgres_url")
     return url
+
+
+@pytest.fixture
+def state(state_location: str) -> Iterator[StateBackend]:
+    """An OSBP state store at ``state_location`` (once per engine), closed after the test."""
+    store = open_state_store(state_location)
+    yield store
+    store.close()

@@ -5,7 +5,6 @@ Every test runs on both engines (``state_location``: a SQLite file, then a Postg
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -26,14 +25,6 @@ PAYLOAD = "payl" * 16
 def clock() -> FixedClock:
     """A frozen clock."""
     return FixedClock(datetime(2026, 5, 1, 16, 0, tzinfo=UTC))
-
-
-@pytest.fixture
-def state(state_location: str) -> Iterator[StateBackend]:
-    """The shared state store, on each engine."""
-    store = open_state_store(state_location)
-    yield store
-    store.close()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ PostgreSQL database, whose rows are read).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -18,7 +17,7 @@ from osbp.protocol.confirmation_rounds import ConfirmationRounds, new_round_id
 from osbp.protocol.idempotency import Claimed, IdempotencyStore
 from osbp.protocol.models import Booking, BookingCreateInput, Receipt
 from osbp.protocol.retention import DEFAULT_RETENTION, StatePurge
-from osbp.protocol.state import StateBackend, open_state_store
+from osbp.protocol.state import StateBackend
 from tests.support.mcp import create_args
 from tests.support.state import stored_text
 
@@ -37,14 +36,6 @@ def summary(name: str) -> str:
 def clock() -> FixedClock:
     """A frozen clock."""
     return FixedClock(datetime(2026, 5, 1, 16, 0, tzinfo=UTC))
-
-
-@pytest.fixture
-def state(state_location: str) -> Iterator[StateBackend]:
-    """The shared state store, on each engine."""
-    store = open_state_store(state_location)
-    yield store
-    store.close()
 
 
 def count(state: StateBackend, table: str) -> int:
