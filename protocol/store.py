@@ -371,18 +371,23 @@ class StateStore:
         waits = not getattr(self._trying, "on", False)
         try:
             connection = self._acquire(waits=waits)
-        except sqlite3.Error as error:  # the file cannot be opened (removed directory, no permission)
+        except sqlite3.Error as error:
+            # A new connection's first statements read the file, so they can meet a lock too; else the
+            # file cannot be opened (a removed directory, no permission).
+            if not waits and _is_busy(error):
+                raise _WouldWait from error
             raise StateStoreError(f"SQLite says {error}") from error
         try:
             yield connection
         except BaseException as error:
-            # A connection whose state is unknown (a failed rollback, a broken file) is not lent again.
+            # A connection whose state is unknown (a failed rollback, a broken file) is not lent again;
+            # closing it rolls its transaction back, so an operation that met a lock changed nothing.
             if connection.in_transaction:
                 connection.close()
             else:
                 self._release(connection, waits=waits)
-                if not waits and _is_busy(error):
-                    raise _WouldWait from error
+            if not waits and _is_busy(error):
+                raise _WouldWait from error
             if isinstance(error, sqlite3.Error):
                 # "database is locked" after the busy timeout, a disk I/O error, a full disk.
                 raise StateStoreError(f"SQLite says {error}") from error

@@ -467,6 +467,38 @@ async def test_an_operation_meeting_another_connections_lock_waits_for_it_in_a_w
 
 
 @pytest.mark.anyio
+async def test_an_operation_whose_new_connection_meets_a_lock_waits_for_it_in_a_worker_thread(
+    tmp_path: Path,
+) -> None:
+    """Platform choice: a connection opened on the event loop reads the file in its first statements, so
+    it can meet another connection's lock before the operation starts; that is a wait (in a worker thread),
+    never a state failure answered to the agent."""
+    path = tmp_path / "s.sqlite3"
+    store = StateStore(path)
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")  # no other connection may even read the file
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("DELETE FROM booking_snapshots")
+    holder.execute("COMMIT")  # in exclusive mode the lock stays held after the commit
+    attempts: list[threading.Thread] = []
+
+    def read() -> int:
+        attempts.append(threading.current_thread())
+        if len(attempts) == 2:
+            threading.Timer(0.05, holder.close).start()  # the other connection lets go
+        with store.read() as connection:
+            count: int = connection.execute("SELECT count(*) FROM booking_snapshots").fetchone()[0]
+        return count
+
+    try:
+        assert await store.run(read) == 0
+    finally:
+        holder.close()
+    assert attempts[0] is threading.current_thread()
+    assert attempts[1] is not threading.current_thread()
+
+
+@pytest.mark.anyio
 async def test_closing_the_core_closes_the_state_files_connections(tmp_path: Path) -> None:
     """Platform choice: a server that stops closes its adapter and then the state store's connections."""
     from osbp.protocol.core import OsbpCore
