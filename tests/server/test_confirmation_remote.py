@@ -29,12 +29,11 @@ from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.timeutil import format_instant
 from osbp.server.confirmation import CONFIRM_KEY
 from tests.support.reference import NOW, ORG, create_input
-from tests.support.remote import ISSUER, Issuer, RemoteServer, envelope, remote_client
+from tests.support.remote import HEADERS, ISSUER, Issuer, RemoteServer, envelope, remote_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 CREATE = "osbp_booking_create"
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 MODERN = "2026-07-28"
 
 

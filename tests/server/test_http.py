@@ -30,23 +30,21 @@ from tests.support.jsonrpc import holding
 from tests.support.mcp import read_events
 from tests.support.paths import REPO
 from tests.support.reference import CLEANING, DAY, MIDTOWN, NOW, ORG, create_input
-from tests.support.remote import ISSUER, Issuer, RemoteServer, approved, envelope, remote_client
+from tests.support.remote import (
+    HEADERS,
+    INITIALIZE,
+    ISSUER,
+    Issuer,
+    RemoteServer,
+    approved,
+    envelope,
+    remote_client,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 NOTARY = "gus_notary"
 NOTARIZATION = "gus_notary_notarization"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from osbp.server.auth import KeySet
-from tests.support.remote import ISSUER, Issuer, JwksEndpoint, RemoteServer
+from tests.support.remote import HEADERS, INITIALIZE, ISSUER, Issuer, JwksEndpoint, RemoteServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -34,17 +34,6 @@ TIMEOUT_S = 1.0
 FLOOD = 45
 #: Generous bounds: the endpoint holds a slow answer 30 s, so anything held by it would take longer.
 ANSWER_WITHIN_S = 10.0
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 _FORGER = ec.generate_private_key(ec.SECP256R1())
 
 

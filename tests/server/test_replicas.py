@@ -24,12 +24,11 @@ from osbp.protocol.timeutil import format_instant
 from osbp.server.confirmation import CONFIRM_KEY
 from tests.support.crash_adapter import CRASH_AT
 from tests.support.reference import NOW, ORG, create_input
-from tests.support.remote import ISSUER, Issuer, RemoteServer, approved, envelope, remote_client
+from tests.support.remote import HEADERS, ISSUER, Issuer, RemoteServer, approved, envelope, remote_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 CREATE = "osbp_booking_create"
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture

@@ -35,6 +35,8 @@ from osbp.server.issuer import KEY_FILE, DevIssuer
 from tests.support.paths import REPO
 
 __all__ = [
+    "HEADERS",
+    "INITIALIZE",
     "ISSUER",
     "Issuer",
     "JwksEndpoint",
@@ -46,6 +48,19 @@ __all__ = [
 ]
 
 ISSUER = "http://127.0.0.1:8600"
+#: The headers of a JSON-RPC POST to the Streamable HTTP endpoint.
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+#: A raw initialize request (2025-11-25), for tests that post to the endpoint without the SDK's client.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
 ALL_SCOPES = ("osbp:read", "osbp:verify", "osbp:book")
 
 
