@@ -412,32 +412,37 @@ async def test_a_price_change_after_the_page_was_confirmed_asks_again_on_a_new_p
     assert adapter.creates == 0
 
 
+#: A 2026-07-28 stateless booking.create from a client that declares form elicitation only.
+FORM_ONLY_CREATE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {
+        "name": CREATE,
+        "arguments": create_args(),
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        },
+    },
+}
+STATELESS_CREATE_HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": "2026-07-28",
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": CREATE,
+}
+
+
 async def test_a_client_declaring_only_form_elicitation_keeps_the_form_over_authorized_http(
     adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, tmp_path: Path, issuer: Issuer, alice: str
 ) -> None:
     """Platform choice: URL mode only for a client that declares it; the form otherwise, as before."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": CREATE,
-            "arguments": create_args(),
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-            },
-        },
-    }
-    headers = {
-        "Accept": "application/json, text/event-stream",
-        "Content-Type": "application/json",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": CREATE,
-    }
     async with replica(adapter, audit, clock, settings_for(tmp_path, issuer=issuer), alice) as http:
-        answer = await http.post("/mcp", content=json.dumps(body), headers=headers)
+        answer = await http.post(
+            "/mcp", content=json.dumps(FORM_ONLY_CREATE), headers=STATELESS_CREATE_HEADERS
+        )
     assert answer.status_code == 200, answer.text
     result = answer.json()["result"]
     assert result["resultType"] == "input_required", result
@@ -541,29 +546,11 @@ async def test_a_required_page_refuses_a_client_declaring_only_form_elicitation(
     adapter: MemoryAdapter, audit: AuditLog, clock: FixedClock, tmp_path: Path, issuer: Issuer, alice: str
 ) -> None:
     """Platform choice (--confirmation page): the page or nothing; the form is never offered instead."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {
-            "name": CREATE,
-            "arguments": create_args(),
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-            },
-        },
-    }
-    headers = {
-        "Accept": "application/json, text/event-stream",
-        "Content-Type": "application/json",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": "tools/call",
-        "Mcp-Name": CREATE,
-    }
     settings = settings_for(tmp_path, issuer=issuer, confirmation="page")
     async with replica(adapter, audit, clock, settings, alice) as http:
-        answer = await http.post("/mcp", content=json.dumps(body), headers=headers)
+        answer = await http.post(
+            "/mcp", content=json.dumps(FORM_ONLY_CREATE), headers=STATELESS_CREATE_HEADERS
+        )
         async with mcp_client(http, never) as both:  # form and URL: the page
             asked = await first_round(both)
     result = answer.json()["result"]

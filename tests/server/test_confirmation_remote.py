@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx2
 import pytest
+from mcp import Client
 from mcp.types import (
     CallToolResult,
     ElicitRequestFormParams,
@@ -118,6 +119,19 @@ def post(url: str, body: dict[str, Any], token: str) -> dict[str, Any]:
     return result
 
 
+async def answer(
+    client: Client, arguments: dict[str, Any], first: InputRequiredResult, given: ElicitResult
+) -> CallToolResult | InputRequiredResult:
+    """The retry that answers ``first``'s confirmation round with ``given``, under its request state."""
+    return await client.session.call_tool(
+        CREATE,
+        arguments,
+        input_responses={CONFIRM_KEY: given},
+        request_state=first.request_state,
+        allow_input_required=True,
+    )
+
+
 async def test_a_form_round_declined_and_replayed_with_accept_books_nothing(
     form_server: RemoteServer, testing: httpx2.Client
 ) -> None:
@@ -129,17 +143,8 @@ async def test_a_form_round_declined_and_replayed_with_accept_books_nothing(
         assert first.input_requests is not None
         assert isinstance(first.input_requests[CONFIRM_KEY].params, ElicitRequestFormParams)
 
-        async def answer(given: ElicitResult) -> CallToolResult | InputRequiredResult:
-            return await client.session.call_tool(
-                CREATE,
-                arguments,
-                input_responses={CONFIRM_KEY: given},
-                request_state=first.request_state,
-                allow_input_required=True,
-            )
-
-        declined = await answer(ElicitResult(action="decline"))
-        replayed = await answer(accept())
+        declined = await answer(client, arguments, first, ElicitResult(action="decline"))
+        replayed = await answer(client, arguments, first, accept())
     assert appointments(testing) == 0
     assert isinstance(declined, CallToolResult)
     assert envelope(declined)["problem"]["code"] == "requires_user_confirmation"
@@ -163,16 +168,7 @@ async def test_a_url_round_the_host_declined_stays_declined_though_the_page_is_c
         ask = first.input_requests[CONFIRM_KEY].params
         assert isinstance(ask, ElicitRequestURLParams)
 
-        async def answer(given: ElicitResult) -> CallToolResult | InputRequiredResult:
-            return await client.session.call_tool(
-                CREATE,
-                arguments,
-                input_responses={CONFIRM_KEY: given},
-                request_state=first.request_state,
-                allow_input_required=True,
-            )
-
-        declined = await answer(ElicitResult(action="decline"))
+        declined = await answer(client, arguments, first, ElicitResult(action="decline"))
         async with httpx2.AsyncClient(trust_env=False) as browser:
             # Whoever holds the URL tries to confirm the page after the host's decline.
             shown = await browser.get(ask.url)
@@ -180,7 +176,7 @@ async def test_a_url_round_the_host_declined_stays_declined_though_the_page_is_c
             form = {"decision": "confirm", "summary_hash": held.group(1) if held else "0" * 64}
             origin = ask.url.split("/confirm/")[0]
             posted = await browser.post(ask.url, data=form, headers={"Origin": origin})
-        replayed = await answer(ElicitResult(action="accept"))
+        replayed = await answer(client, arguments, first, ElicitResult(action="accept"))
     assert appointments(testing) == 0
     assert isinstance(declined, CallToolResult)
     assert envelope(declined)["problem"]["code"] == "requires_user_confirmation"
