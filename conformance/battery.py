@@ -17,6 +17,7 @@ from typing import IO
 
 from pydantic import BaseModel, ConfigDict
 
+from osbp.conformance.all_day_checks import grade_all_day
 from osbp.conformance.approval_checks import grade_expiry, open_expiry
 from osbp.conformance.booking_checks import grade_bookings
 from osbp.conformance.elicitation_checks import grade_elicitation
@@ -24,9 +25,10 @@ from osbp.conformance.envelope_checks import grade_envelopes, grade_rejections
 from osbp.conformance.fixtures import Fixtures
 from osbp.conformance.grading import CheckResult, Grader, Verdict
 from osbp.conformance.mandate_checks import grade_mandates
+from osbp.conformance.oracle_checks import grade_oracle
 from osbp.conformance.payloads import Payloads
 from osbp.conformance.probe import Probe
-from osbp.conformance.prose_checks import grade_problem_prose
+from osbp.conformance.prose_checks import grade_problem_prose, grade_prose_falsehoods
 from osbp.conformance.read_checks import grade_reads
 from osbp.conformance.time_checks import grade_dst
 from osbp.conformance.tool_checks import grade_tools
@@ -202,12 +204,15 @@ async def run_battery(
             # Taken first and retried last, so the token ages while the other checks run.
             pending_expiry = await open_expiry(probe)
             await grade_reads(probe)
+            await grade_oracle(probe)
             await grade_dst(probe, today=now.date())
+            await grade_all_day(probe)
             await grade_bookings(probe)
             await grade_mandates(probe)
             await grade_expiry(probe, pending_expiry)
             grade_envelopes(grader, wire)
             grade_problem_prose(grader, wire)
+            grade_prose_falsehoods(grader, wire, fixtures)
             await grade_rejections(probe)
             hosted_waited = await grade_elicitation(probe, target, log)
             waited = wire.rate_limit_waited + hosted_waited

@@ -9,6 +9,7 @@ and supplies the fixture's verification code when the platform asks for one.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 from osbp.conformance.approval_checks import grade_summary_bound
@@ -284,10 +285,19 @@ async def _replay_offline(probe: Probe, payload: dict[str, Any]) -> None:
 
 
 async def _native_statuses(probe: Probe) -> None:
-    """Give one booking each native status the fixtures name and read booking.status back."""
-    mapping, check_id = probe.fixtures.native_statuses, "status.native_mapping"
+    """Grade the known native statuses, then those the oracle maps to unknown, each under its own id."""
+    statuses = probe.fixtures.native_statuses
+    known = {native: status for native, status in statuses.items() if status != "unknown"}
+    unknown = {native: status for native, status in statuses.items() if status == "unknown"}
+    await _native_status_check(probe, known, "status.native_mapping")
+    await _native_status_check(probe, unknown, "status.native_unknown")
+
+
+async def _native_status_check(probe: Probe, mapping: Mapping[str, str], check_id: str) -> None:
+    """Give one booking each native status of `mapping` and read booking.status back."""
     if not mapping:
-        probe.grader.skipped(check_id, "the fixtures name no native_statuses")
+        what = "native statuses" if check_id == "status.native_mapping" else "native status mapped to unknown"
+        probe.grader.skipped(check_id, f"the fixtures name no {what}")
         return
     if probe.status_url is None:
         probe.grader.skipped(check_id, "no --status-url: the battery cannot set a native status")

@@ -423,6 +423,90 @@ CATALOG: tuple[Check, ...] = (
         "handoff.request answers status requires_human echoing reason, message and mandate_id",
         "handoff.request",
     ),
+    # The oracle (fixture format 2): facts graded against the fixture file, never the server's other answers.
+    _c(
+        "oracle.service_facts",
+        "service.describe states each fixture service's name, duration, price (amount, currency, type) and"
+        " consultation flag as the oracle does",
+        "service.describe",
+    ),
+    _c(
+        "oracle.price_display",
+        "every price, deposit and fee display string equals the oracle's for its currency (¥12,000, not"
+        " ¥120.00)",
+        "Money",
+    ),
+    _c(
+        "oracle.policy_facts",
+        "policy.explain states each fixture service's payment requirement, deposit, cancellation and no-show"
+        " fees, cancellation window and verification as the oracle does",
+        "policy.explain",
+    ),
+    _c(
+        "oracle.opening_hours",
+        "schedule_hours equal the oracle's opening hours per ISO weekday",
+        "Time Discipline",
+    ),
+    _c(
+        "time.dst_gap_slots",
+        "around a spring-forward gap the offered slots are the oracle's at exactly its instants, none at a"
+        " skipped wall-clock time",
+        "Time Discipline",
+    ),
+    _c(
+        "time.dst_fold_slots",
+        "in a fall-back fold each wall-clock start is offered once per provider, at exactly the oracle's"
+        " instant",
+        "Time Discipline",
+    ),
+    _c(
+        "time.dst_fold_booking",
+        "the oracle's fold slot books through the approval step and booking.status reports its exact"
+        " instants",
+        "Time Discipline",
+    ),
+    _c(
+        "availability.paging",
+        "paging a full day with limit and earliest_start loses, repeats and splits no slot (the oracle's"
+        " count)",
+        "availability.find (beyond the spec)",
+    ),
+    _c(
+        "status.native_unknown",
+        "booking.status answers unknown for a native status OSBP does not know",
+        "booking.status",
+    ),
+    _c(
+        "summary.fees_oracle",
+        "the approval summary states each fee the oracle gives the service, with its amount",
+        _SUMMARY,
+    ),
+    _c(
+        "prose.weekday",
+        "a weekday named beside a date in a summary or receipt is that date's weekday",
+        "booking.create (beyond the spec)",
+    ),
+    _c(
+        "prose.price_text",
+        "every amount a summary or receipt writes is one of the oracle's for that service, in its currency",
+        "Money",
+    ),
+    _c(
+        "prose.fee_cap_claim",
+        "no summary or receipt claims the mandate caps or limits the cancellation or no-show fees",
+        "Mandate Enforcement",
+    ),
+    _c(
+        "prose.hold_claim",
+        "no approval summary claims the slot is held or reserved before booking",
+        "booking.create (beyond the spec)",
+    ),
+    _c(
+        "prose.policy_supported",
+        "no cancellation or fee statement the oracle's policy does not support (free cancellation under a"
+        " fee)",
+        "policy.explain",
+    ),
 )
 
 #: The catalog keyed by id.
