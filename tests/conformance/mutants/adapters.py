@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,10 +23,10 @@ from pydantic import BaseModel
 from osbp.adapter import build_platform_adapter
 from osbp.adapter.upstream import LifecycleNotices
 from osbp.protocol.contract import Failure, Success
-from osbp.protocol.models import Booking, Money, Problem
+from osbp.protocol.models import Booking, Money, OperatingHours, Policy, Problem, RuntimeDiagnostics, Service
 from osbp.protocol.port import BookingRequest
 from osbp.protocol.problems import UPSTREAM_UNAVAILABLE, ProblemCode, problem
-from osbp.protocol.timeutil import parse_wall_clock
+from osbp.protocol.timeutil import load_zone, parse_wall_clock
 from osbp.server.settings import ServerSettings
 
 __all__ = ["ADAPTER_MUTANTS", "MUTANT_ENV", "LyingAdapter", "build"]
@@ -81,6 +82,77 @@ def _fixed_offset(hours: int) -> Callable[[BaseModel], BaseModel]:
 
 def _collapsed_status(model: BaseModel) -> BaseModel:
     return model.model_copy(update={"status": "booked"}) if isinstance(model, Booking) else model
+
+
+def _unknown_status_as_booked(model: BaseModel) -> BaseModel:
+    if isinstance(model, Booking) and model.status == "unknown":
+        return model.model_copy(update={"status": "booked"})
+    return model
+
+
+_DISPLAY_SIGNS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥"}
+
+
+def _display_divided_by_100(money: Money) -> Money:
+    """Every display written as if the currency had two decimals ("¥120.00" for 12000 yen)."""
+    if money.amount_minor is None or money.display is None:
+        return money
+    sign = _DISPLAY_SIGNS.get(money.currency, f"{money.currency} ")
+    return money.model_copy(update={"display": f"{sign}{money.amount_minor / 100:,.2f}"})
+
+
+def _cancellation_fee_dropped(model: BaseModel) -> BaseModel:
+    return model.model_copy(update={"cancellation_fee": None}) if isinstance(model, Policy) else model
+
+
+def _consultation_flag_dropped(model: BaseModel) -> BaseModel:
+    return model.model_copy(update={"requires_consultation": False}) if isinstance(model, Service) else model
+
+
+def _hours_shifted_one_weekday(model: BaseModel) -> BaseModel:
+    if not isinstance(model, OperatingHours):
+        return model
+    return model.model_copy(update={"day": model.day % 7 + 1})
+
+
+def _instants(resolve: Callable[[dt.datetime, dt.tzinfo], dt.datetime]) -> Callable[[BaseModel], BaseModel]:
+    """Instants recomputed from the wall-clock and the schedule's zone by ``resolve`` (one wrong rule)."""
+
+    def change(model: BaseModel) -> BaseModel:
+        tz = load_zone(getattr(model, "schedule_timezone", None) or "")
+        if tz is None:
+            return model
+        updates = {}
+        for instant, local in (("starts_at", "starts_at_local"), ("ends_at", "ends_at_local")):
+            wall = parse_wall_clock(getattr(model, local, None) or "")
+            if wall is not None and getattr(model, instant, None) is not None:
+                updates[instant] = resolve(wall, tz).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return model.model_copy(update=updates) if updates else model
+
+    return change
+
+
+def _midnight_offset(wall: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
+    """The offset in force at the day's local midnight, used all day (wrong after a DST change)."""
+    midnight = dt.datetime.combine(wall.date(), dt.time()).replace(tzinfo=tz)
+    offset = midnight.utcoffset() or dt.timedelta()
+    return wall.replace(tzinfo=dt.timezone(offset))
+
+
+def _later_fold(wall: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
+    """A repeated wall-clock time resolved to its second (later) occurrence."""
+    return wall.replace(tzinfo=tz, fold=1)
+
+
+def _page_skips_a_start(runtime: RuntimeDiagnostics) -> RuntimeDiagnostics:
+    """The next-page notice names a start one minute after the first slot not shown: that start is lost."""
+    found = re.search(r'earliest_start="([^"]+)"', runtime.message or "")
+    start = parse_wall_clock(found.group(1)) if found else None
+    if found is None or start is None:
+        return runtime
+    later = (start + dt.timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S")
+    message = (runtime.message or "").replace(found.group(0), f'earliest_start="{later}"')
+    return runtime.model_copy(update={"message": message})
 
 
 class _Rewriting(httpx2.AsyncBaseTransport):
@@ -140,6 +212,7 @@ class Lie:
     place: Callable[[Place, BookingRequest, str], Awaitable[Booking | Problem]] | None = None
     request: Callable[[httpx2.Request], httpx2.Request] | None = None
     response: Callable[[httpx2.Response, bytes], httpx2.Response] | None = None
+    runtime: Callable[[RuntimeDiagnostics], RuntimeDiagnostics] | None = None
 
 
 class LyingAdapter:
@@ -165,6 +238,8 @@ class LyingAdapter:
     def _told(self, method: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
         async def told(inp: Any) -> Any:
             result = await method(inp)
+            if isinstance(result, Success) and self._lie.runtime is not None and result.runtime is not None:
+                return Success(result.value, runtime=self._lie.runtime(result.runtime))
             if isinstance(result, Success) and self._lie.values is not None:
                 return Success(_map_models(result.value, self._lie.values), runtime=result.runtime)
             if isinstance(result, Failure) and self._lie.problems is not None:
@@ -242,6 +317,14 @@ ADAPTER_MUTANTS: dict[str, Lie] = {
     "adapter_wrong_code_accepted": Lie(place=_accept_wrong_code),
     "transport_verification_code_dropped": Lie(request=_without_code),
     "transport_rate_limit_as_outage": Lie(response=_throttle_as_outage),
+    "adapter_consultation_flag_dropped": Lie(values=_consultation_flag_dropped),
+    "adapter_display_divided_by_100": Lie(values=_money(_display_divided_by_100)),
+    "adapter_cancellation_fee_dropped": Lie(values=_cancellation_fee_dropped),
+    "adapter_hours_shifted_one_weekday": Lie(values=_hours_shifted_one_weekday),
+    "adapter_gap_midnight_offset": Lie(values=_instants(_midnight_offset)),
+    "adapter_fold_later_instant": Lie(values=_instants(_later_fold)),
+    "adapter_page_skips_a_start": Lie(runtime=_page_skips_a_start),
+    "adapter_unknown_status_as_booked": Lie(values=_unknown_status_as_booked),
 }
 
 

@@ -320,6 +320,86 @@ MUTANTS: tuple[Mutant, ...] = (
     _m("proxy_is_error_never_set", "proxy", "isError is false on failures", "envelope.is_error_matches_ok"),
     _m("proxy_annotation_wrong", "proxy", "verification.send is annotated read-only", "wire.annotations"),
     _m("proxy_stdout_banner", "proxy", "a start-up banner on stdout", "wire.stdout_clean"),
+    # Graded against the oracle (fixture format 2): facts, prose falsehoods, DST gap and fold, paging.
+    _m(
+        "summary_claims_fee_cap",
+        "core",
+        "the summary says the fees are capped by the mandate",
+        "prose.fee_cap_claim",
+    ),
+    _m(
+        "summary_claims_slot_held",
+        "core",
+        "the summary says the slot is held for ten minutes",
+        "prose.hold_claim",
+    ),
+    _m(
+        "summary_wrong_weekday",
+        "core",
+        "the summary names the wrong weekday beside the date",
+        "prose.weekday",
+    ),
+    _m(
+        "summary_price_divided_by_100",
+        "core",
+        "the summary writes every currency with two decimals (¥120.00 for 12000 JPY)",
+        "prose.price_text",
+    ),
+    _m(
+        "summary_claims_free_cancellation",
+        "core",
+        "the summary says cancellation is free at any time although a cancellation fee applies",
+        "prose.policy_supported",
+    ),
+    _m(
+        "adapter_consultation_flag_dropped",
+        "adapter",
+        "a consultation service is described as bookable without one",
+        "oracle.service_facts",
+    ),
+    _m(
+        "adapter_display_divided_by_100",
+        "adapter",
+        "display divides every currency by 100 (¥120.00 for 12000 JPY)",
+        "oracle.price_display",
+    ),
+    _m(
+        "adapter_cancellation_fee_dropped",
+        "adapter",
+        "a cancellation fee is dropped from both policy.explain and the summary",
+        "summary.fees_oracle",
+        "oracle.policy_facts",
+    ),
+    _m(
+        "adapter_hours_shifted_one_weekday",
+        "adapter",
+        "opening hours are shifted by one weekday",
+        "oracle.opening_hours",
+    ),
+    _m(
+        "adapter_gap_midnight_offset",
+        "adapter",
+        "instants use the offset of the day's midnight (a slot after a spring-forward gap an hour late)",
+        "time.dst_gap_slots",
+    ),
+    _m(
+        "adapter_fold_later_instant",
+        "adapter",
+        "a repeated fall-back wall-clock time resolves to its later instant",
+        "time.dst_fold",
+    ),
+    _m(
+        "adapter_page_skips_a_start",
+        "adapter",
+        "the next-page notice skips the first start time not shown",
+        "availability.paging",
+    ),
+    _m(
+        "adapter_unknown_status_as_booked",
+        "adapter",
+        "a native status OSBP does not know is reported as booked",
+        "status.native_unknown",
+    ),
 )
 
 #: The mutants keyed by name.

@@ -417,6 +417,68 @@ def _summary_without_customer_name() -> None:
     _wrap(approval, "_name_sentences", lambda sentences: lambda customer, name: [])
 
 
+# --- Falsehoods in the summary's prose (graded against the oracle) -----------------------------------------
+
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def _summary_claims_fee_cap() -> None:
+    _wrap(
+        approval,
+        "_cancellation_sentences",
+        lambda sentences: (
+            lambda policy: [
+                *sentences(policy),
+                "Cancellation and no-show fees are capped by your booking mandate.",
+            ]
+        ),
+    )
+
+
+def _summary_claims_slot_held() -> None:
+    def make(build: Any) -> Any:
+        return lambda *a, **k: build(*a, **k) + " This slot is held for you for ten minutes while you decide."
+
+    _wrap(booking, "build_approval_summary", make)
+
+
+def _next_weekday(match: re.Match[str]) -> str:
+    return _WEEKDAYS[(_WEEKDAYS.index(match.group(0)) + 1) % 7]
+
+
+def _summary_wrong_weekday() -> None:
+    weekdays = re.compile("|".join(_WEEKDAYS))
+    _wrap(
+        approval, "_when", lambda when: lambda slot, policy: weekdays.sub(_next_weekday, when(slot, policy))
+    )
+
+
+def _summary_price_divided_by_100() -> None:
+    # Every currency written as if it had two decimals: "¥120.00" for 12000 yen, "KWD 125.00" for 12.500.
+    signs = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥"}
+
+    def make(text: Any) -> Any:
+        def mutated(money: Any) -> str:
+            amount = fixed_amount(money) if money is not None else None
+            if amount is None:
+                result: str = text(money)
+                return result
+            sign = signs.get(money.currency, f"{money.currency} ")
+            return f"{sign}{amount / 100:,.2f}"
+
+        return mutated
+
+    _wrap(approval, "_price_text", make)
+
+
+def _summary_claims_free_cancellation() -> None:
+    _wrap(
+        approval,
+        "_cancellation_sentence",
+        lambda sentence: lambda policy: "Free cancellation with the merchant at any time.",
+    )
+
+
 # --- The envelope ---------------------------------------------------------------------------------------
 
 
@@ -470,6 +532,11 @@ CORE_MUTANTS: dict[str, Callable[[], None]] = {
     "summary_without_cancellation_terms": _summary_without_cancellation_terms,
     "summary_without_customer_name": _summary_without_customer_name,
     "envelope_null_for_absent_fields": _null_for_absent_fields,
+    "summary_claims_fee_cap": _summary_claims_fee_cap,
+    "summary_claims_slot_held": _summary_claims_slot_held,
+    "summary_wrong_weekday": _summary_wrong_weekday,
+    "summary_price_divided_by_100": _summary_price_divided_by_100,
+    "summary_claims_free_cancellation": _summary_claims_free_cancellation,
 }
 
 
