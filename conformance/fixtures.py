@@ -126,15 +126,11 @@ class QuotedPrice(_Strict):
     type: Literal["insurance_dependent", "quote_required", "unknown"]
 
 
-#: The service facts whose null is a statement ("no such fee", "no verification"), not an omission.
-_NULL_STATES = frozenset({"cancellation_fee", "no_show_fee", "verification"})
-
-
 class ServiceRef(_Strict):
     """A service that plays one role in the battery, with the facts a right server states about it.
 
     Every fact is optional (format 1 states none); a stated one is graded. A fee or `verification`
-    stated as null says the service has none, so whether a fact is stated is read from the fields set.
+    stated as "none" says the service has none; null (or absent) states nothing.
     """
 
     id: Id
@@ -143,22 +139,20 @@ class ServiceRef(_Strict):
     price: Money | QuotedPrice | None = None
     payment_requirement: PaymentRequirement | None = None
     deposit: Money | None = None
-    cancellation_fee: Money | None = None
-    no_show_fee: Money | None = None
+    cancellation_fee: Money | Literal["none"] | None = None
+    no_show_fee: Money | Literal["none"] | None = None
     cancellation_window: Duration | None = None
     requires_consultation: bool | None = None
-    verification: Literal["sms", "email"] | None = None
+    verification: Literal["sms", "email", "none"] | None = None
 
     def states(self, fact: str) -> bool:
-        """Whether the file states `fact` for this service (a null fee or verification states "none")."""
-        if fact not in self.model_fields_set:
-            return False
-        return fact in _NULL_STATES or getattr(self, fact) is not None
+        """Whether the file states `fact` for this service ("none" is a statement: no such fee)."""
+        return getattr(self, fact) is not None
 
     def fees(self) -> dict[str, Money]:
         """The fees the service carries, by the Policy member that states them."""
         fees = {"cancellation_fee": self.cancellation_fee, "no_show_fee": self.no_show_fee}
-        return {name: fee for name, fee in fees.items() if fee is not None}
+        return {name: fee for name, fee in fees.items() if isinstance(fee, Money)}
 
 
 class FixedPriceService(ServiceRef):
@@ -407,7 +401,8 @@ class Fixtures(_Strict):
     @model_validator(mode="after")
     def _format_2_members_declared(self) -> Fixtures:
         if self.fixture_format < 2:
-            stated = [name for name in _FORMAT_2_MEMBERS if name in self.model_fields_set]
+            # A dumped format-1 file writes the members empty (null, {}): only a value states one.
+            stated = [name for name in _FORMAT_2_MEMBERS if getattr(self, name)]
             if self.services.free is not None or self.services.fees is not None:
                 stated.append("services.free/fees")
             if self.schedule.opening_hours is not None or self.providers.names:

@@ -117,7 +117,7 @@ def _policy_problems(service: ServiceRef, policy: object) -> list[str]:
         if not service.states(fee):
             continue
         wanted, got = getattr(service, fee), policy.get(fee)
-        if wanted is not None:
+        if isinstance(wanted, Money):
             if problem := money_problem(f"{where} {fee}", got, wanted):
                 problems.append(problem)
         elif isinstance(got, dict) and got.get("amount_minor") not in (None, 0):
@@ -133,11 +133,9 @@ def _policy_problems(service: ServiceRef, policy: object) -> list[str]:
             )
     if service.states("verification"):
         method = policy.get("verification_method")
-        allowed = {service.verification} if service.verification else {"none", None}
+        allowed = {service.verification} if service.verification != "none" else {"none", None}
         if method not in allowed:
-            problems.append(
-                f"{where}: verification_method {method!r}, expected {service.verification or 'none'!r}"
-            )
+            problems.append(f"{where}: verification_method {method!r}, expected {service.verification!r}")
     return problems
 
 

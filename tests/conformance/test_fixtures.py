@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from osbp.conformance.fixtures import Fixtures, load_fixtures, reference_fixtures_path
+from tests.conformance.toy_fixtures import format_1
 
 
 def _raw() -> dict[str, Any]:
@@ -87,27 +88,6 @@ def test_native_statuses_are_optional_and_map_only_to_protocol_statuses():
         Fixtures.model_validate({**raw, "native_statuses": {"confirmed": "confirmed"}})
 
 
-def _format_1(raw: dict[str, Any]) -> dict[str, Any]:
-    """The reference file as format 1 wrote it: ids and roles, none of the oracle's facts."""
-    old = {key: value for key, value in raw.items() if key not in ("fixture_format", "all_day", "slots")}
-    old["schedule"] = {"id": raw["schedule"]["id"], "has_coordinates": True}
-    old["providers"] = {key: raw["providers"][key] for key in ("in_scope", "other")}
-    kept = {"id", "price", "deposit", "method", "code"}
-    old["services"] = {
-        role: {key: value for key, value in service.items() if key in kept}
-        for role, service in raw["services"].items()
-        if role not in ("free", "fees")
-    }
-    for service in old["services"].values():
-        if service.get("price", {}).get("type") not in (None, "fixed"):
-            del service["price"]
-        for money in (service.get("price"), service.get("deposit")):
-            if money is not None:
-                money.pop("type", None)
-                money.pop("display", None)
-    return old
-
-
 def test_the_reference_file_is_format_2_and_states_the_oracles_facts(fixtures):
     """Platform choice (fixture format 2): the shipped file states every fact the oracle checks read."""
     assert fixtures.fixture_format == 2
@@ -116,25 +96,28 @@ def test_the_reference_file_is_format_2_and_states_the_oracles_facts(fixtures):
     fees = fixtures.services.fees
     assert fees is not None
     assert (fees.cancellation_fee.amount_minor, fees.no_show_fee.amount_minor) == (1500, 3000)
-    assert fixtures.services.fixed_usd.states("cancellation_fee")  # stated as null: no fee
+    assert fixtures.services.fixed_usd.cancellation_fee == "none"  # stated: no fee
     assert not fixtures.services.repriced.states("price")
-    assert fixtures.all_day is not None and fixtures.all_day.timezone == "America/New_York"
+    assert fixtures.all_day is not None
+    assert fixtures.all_day.timezone == "America/New_York"
     assert fixtures.slots["dst_fold"].starts_at == "2030-11-03T05:30:00Z"
     assert fixtures.native_statuses["archived"] == "unknown"
 
 
 def test_a_format_1_file_still_loads_without_the_oracles_facts():
     """Platform choice (fixture format 2): a file written for format 1 loads; its new facts are absent."""
-    old = Fixtures.model_validate(_format_1(_raw()))
+    old = Fixtures.model_validate(format_1(_raw()))
     assert old.fixture_format == 1
-    assert old.all_day is None and old.slots == {} and old.services.free is None
+    assert old.all_day is None
+    assert old.slots == {}
+    assert old.services.free is None
     assert not old.services.fixed_usd.states("name")
     assert not old.services.fixed_usd.states("cancellation_fee")
 
 
 def test_a_format_1_file_that_states_a_format_2_member_is_rejected():
     """Platform choice: an oracle fact in a file that does not declare format 2 is a forgotten version."""
-    raw = _format_1(_raw()) | {"all_day": _raw()["all_day"]}
+    raw = format_1(_raw()) | {"all_day": _raw()["all_day"]}
     with pytest.raises(ValidationError, match='all_day need "fixture_format": 2'):
         Fixtures.model_validate(raw)
 
@@ -166,3 +149,9 @@ def test_the_free_role_must_cost_nothing():
     raw["services"]["free"]["price"]["amount_minor"] = 100
     with pytest.raises(ValidationError, match="free must cost 0 USD"):
         Fixtures.model_validate(raw)
+
+
+def test_a_format_1_file_dumped_and_loaded_again_is_still_format_1():
+    """Platform choice: a loaded format-1 file written back (its format-2 members empty) loads again."""
+    old = Fixtures.model_validate(format_1(_raw()))
+    assert Fixtures.model_validate_json(old.model_dump_json()) == old
