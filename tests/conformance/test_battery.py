@@ -9,13 +9,23 @@ import pytest
 from osbp.conformance import CATALOG, Fixtures, Report, ServerTarget, Verdict, run_battery, server_env
 from osbp.conformance.elicitation_checks import CHECK_IDS
 from tests.conformance.arming import ScenarioEndpoint, scenario_endpoint
+from tests.conformance.toy_fixtures import FORMAT_2_CHECKS, toy_fixtures
 from tests.support.toy import toy_target
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 MANDATE_MATRIX = {check.id for check in CATALOG if check.id.startswith("mandate.")}
-#: The checks of confirmation through the host: the toy server keeps the token path, so they are SKIP.
+#: The checks of confirmation through the host: the toy server keeps the token path, so they are SKIP;
+#: so are the checks of the oracle's facts, as the toy's own file is format 1.
 HOST_PATH = set(CHECK_IDS)
+UNGRADED = HOST_PATH | FORMAT_2_CHECKS
+
+
+@pytest.fixture(scope="module")
+def fixtures() -> Fixtures:
+    """The toy's own fixture file (format 1: it states none of the oracle's facts)."""
+    return toy_fixtures()
+
 
 #: The exact checks each broken toy server must fail.
 EXPECTED_FAILURES = {
@@ -108,13 +118,14 @@ async def _graded(fixtures: Fixtures, hooks: ScenarioEndpoint, *breaks: str) -> 
 
 async def test_correct_toy_server_passes_every_check(fixtures, scenario):
     """OSBP spec (whole): a correct server passes the whole battery, armed outcomes included; a server on
-    the token path alone (as v0.1.0 specifies) has the host-confirmation checks skipped, not passed."""
+    the token path alone (as v0.1.0 specifies) has the host-confirmation checks skipped, not passed, and so
+    are the oracle's checks under its own format-1 file."""
     report = await _graded(fixtures, scenario)
     failures = {check.id: check.detail for check in report.checks if check.status is Verdict.FAIL}
     assert failures == {}
-    assert _ids(report, Verdict.SKIP) == HOST_PATH
+    assert _ids(report, Verdict.SKIP) == UNGRADED
     assert report.ok is True
-    assert report.summary.passed == len(CATALOG) - len(HOST_PATH)
+    assert report.summary.passed == len(CATALOG) - len(UNGRADED)
     assert report.summary.total == len(CATALOG)
     assert [request["outcome"] for request in scenario.requests] == ["slot_taken", "rate_limited"]
     assert report.duration_seconds < 30  # docs/conformance.md: one process, one session, well inside 30 s
@@ -126,7 +137,7 @@ async def test_each_broken_server_fails_exactly_its_checks(fixtures, scenario, b
     wrong."""
     report = await _graded(fixtures, scenario, broken)
     assert _ids(report, Verdict.FAIL) == EXPECTED_FAILURES[broken]
-    assert _ids(report, Verdict.SKIP) == HOST_PATH
+    assert _ids(report, Verdict.SKIP) == UNGRADED
     assert report.ok is False
 
 
@@ -144,7 +155,7 @@ async def test_without_the_platform_hooks_their_checks_are_skipped_not_failed(fi
     --catalog-url (and the fixtures' approval_ttl_seconds) the checks that need them are skipped, never
     passed, and the run still passes."""
     report = await run_battery(toy_target(), fixtures)
-    assert _ids(report, Verdict.SKIP) == HOOKED | HOST_PATH
+    assert _ids(report, Verdict.SKIP) == HOOKED | UNGRADED
     assert _ids(report, Verdict.FAIL) == set()
     assert report.ok is True
 
@@ -155,7 +166,7 @@ async def test_without_a_stats_url_a_replay_that_calls_the_platform_is_not_certi
     report = await run_battery(toy_target(None, "replay_calls_platform"), fixtures)
     verdicts = {check.id: check.status for check in report.checks}
     assert verdicts["idempotency.replay_offline"] is Verdict.SKIP
-    assert report.summary.passed == len(CATALOG) - len(HOOKED) - len(HOST_PATH)
+    assert report.summary.passed == len(CATALOG) - len(HOOKED | UNGRADED)
 
 
 async def test_a_server_that_exits_at_once_fails_initialize_and_skips_the_rest(fixtures):

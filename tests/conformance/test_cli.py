@@ -9,9 +9,10 @@ import sys
 
 import pytest
 
-from osbp.conformance import CATALOG, load_fixtures, reference_fixtures_path
+from osbp.conformance import CATALOG, reference_fixtures_path
 from osbp.conformance.cli import main
 from osbp.conformance.elicitation_checks import CHECK_IDS
+from tests.conformance.toy_fixtures import FORMAT_2_CHECKS, write_toy_fixtures
 from tests.support.toy import TOY_SERVER
 
 
@@ -30,9 +31,7 @@ def test_osbp_conformance_grades_the_toy_server_pass_with_exit_0(scenario, tmp_p
         "--catalog-file", str(scenario.catalog_file),
         "--approval-ttl", "1",
     )  # fmt: skip
-    fixtures = tmp_path / "fixtures.json"
-    timed = load_fixtures(reference_fixtures_path()).model_copy(update={"approval_ttl_seconds": 1})
-    fixtures.write_text(timed.model_dump_json(), encoding="utf-8")
+    fixtures = write_toy_fixtures(tmp_path / "fixtures.json", approval_ttl_seconds=1)
     command = [
         sys.executable, "-m", "osbp", "conformance",
         "--server", toy,
@@ -46,22 +45,23 @@ def test_osbp_conformance_grades_the_toy_server_pass_with_exit_0(scenario, tmp_p
     run = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     lines = run.stdout.splitlines()
     assert run.returncode == 0, run.stdout + run.stderr
-    # The toy keeps the token path alone: the checks of confirmation through the host are SKIP.
-    passed = len(CATALOG) - len(CHECK_IDS)
-    assert lines[-1] == f"PASS {passed}/{len(CATALOG)} checks passed (0 failed, {len(CHECK_IDS)} skipped)"
+    # The toy keeps the token path alone: the checks of confirmation through the host are SKIP, and so are
+    # the oracle's checks under its own format-1 file.
+    ungraded = set(CHECK_IDS) | FORMAT_2_CHECKS
+    passed = len(CATALOG) - len(ungraded)
+    assert lines[-1] == f"PASS {passed}/{len(CATALOG)} checks passed (0 failed, {len(ungraded)} skipped)"
     verdicts = ("  PASS ", "  FAIL ", "  SKIP ")  # a SKIP's reason follows on a deeper line
     check_lines = [line.split()[:2] for line in lines[:-1] if line.startswith(verdicts)]
-    expected = [["SKIP" if check.id in CHECK_IDS else "PASS", check.id] for check in CATALOG]
+    expected = [["SKIP" if check.id in ungraded else "PASS", check.id] for check in CATALOG]
     assert sorted(check_lines) == sorted(expected)
 
 
 @pytest.mark.integration
-def test_json_output_of_a_broken_server_exits_1_naming_the_failed_check(capsys):
+def test_json_output_of_a_broken_server_exits_1_naming_the_failed_check(capsys, tmp_path):
     """Platform choice (docs/conformance.md): --json gives the report object; exit status is 0 only when
     nothing failed."""
-    status = main(
-        ["--server", _server("--break", "jpy_cents"), "--fixtures", str(reference_fixtures_path()), "--json"]
-    )
+    fixtures = write_toy_fixtures(tmp_path / "fixtures.json")
+    status = main(["--server", _server("--break", "jpy_cents"), "--fixtures", str(fixtures), "--json"])
     report = json.loads(capsys.readouterr().out)
     assert status == 1
     assert report["ok"] is False
@@ -74,6 +74,7 @@ def test_json_output_of_a_broken_server_exits_1_naming_the_failed_check(capsys):
         "approval.token_summary_bound",
         "approval.token_expired",
         *CHECK_IDS,  # the toy keeps the token path: no confirmation through the host
+        *FORMAT_2_CHECKS,  # the toy's own file is format 1
     }
 
 
