@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 
 from iso4217 import Currency
@@ -237,7 +237,7 @@ def span_forms(seconds: float) -> list[str]:
 def policy_falsehoods(
     text: str,
     *,
-    fees: dict[str, int | None],
+    fees: Mapping[str, int | None],
     window: float | None,
 ) -> list[str]:
     """Cancellation and fee statements in `text` that the policy does not support.
@@ -269,7 +269,7 @@ def policy_falsehoods(
     return problems
 
 
-def _fee_statement_problems(sentence: str, fees: dict[str, int | None]) -> list[str]:
+def _fee_statement_problems(sentence: str, fees: Mapping[str, int | None]) -> list[str]:
     mentions = money_mentions(sentence)
     if not mentions:
         return []
