@@ -12,6 +12,7 @@ import datetime as dt
 from typing import Any
 
 from osbp.conformance.approval_checks import grade_summary_bound
+from osbp.conformance.binding_checks import grade_binding
 from osbp.conformance.flows import book as _book
 from osbp.conformance.flows import challenge as _challenge
 from osbp.conformance.flows import receipt_problems as _receipt_problems
@@ -368,6 +369,7 @@ async def grade_bookings(probe: Probe) -> None:
     """Run every booking-side check group in order."""
     await _happy_path(probe)
     await _token_binding(probe)
+    await grade_binding(probe)
     await grade_summary_bound(probe)
     await _boundaries(probe)
     await _verification(probe)

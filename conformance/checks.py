@@ -250,6 +250,51 @@ CATALOG: tuple[Check, ...] = (
         "an approval token is refused for the same payload under another idempotency key",
         "booking.create (beyond the spec)",
     ),
+    # Binding on every payload field, one at a time (binding_checks.py).
+    _c(
+        "approval.token_bound_ids",
+        "an approval token approves nothing under its key once service_id, schedule_id or provider_id"
+        " changed",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_bound_slot",
+        "an approval token approves nothing under its key once the date or time changed",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_bound_customer",
+        "an approval token approves nothing under its key once any customer field changed (name, phone,"
+        " email, given or family name)",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_bound_mandate",
+        "an approval token approves nothing under its key once any mandate field changed (id, expiry,"
+        " actions, scope lists, window, caps, allow_policy_fee)",
+        "booking.create",
+    ),
+    _c(
+        "idempotency.conflict_ids",
+        "a settled key with another service_id, schedule_id or provider_id fails with idempotency_conflict",
+        _MANDATE,
+    ),
+    _c(
+        "idempotency.conflict_slot",
+        "a settled key with another date or time fails with idempotency_conflict",
+        _MANDATE,
+    ),
+    _c(
+        "idempotency.conflict_customer",
+        "a settled key with any customer field changed (name, phone, email, given or family name) fails"
+        " with idempotency_conflict",
+        _MANDATE,
+    ),
+    _c(
+        "idempotency.conflict_mandate",
+        "a settled key with any mandate field changed fails with idempotency_conflict",
+        _MANDATE,
+    ),
     _c(
         "approval.token_summary_bound",
         "an approval token is refused once the price it was shown with changed: the retry is re-challenged"

@@ -195,6 +195,38 @@ MUTANTS: tuple[Mutant, ...] = (
         "idempotency.conflict",
     ),
     _m(
+        "idempotency_hash_ignores_provider",
+        "core",
+        "the idempotency record's payload hash leaves out provider_id: another provider replays the receipt",
+        "idempotency.conflict_ids",
+    ),
+    _m(
+        "idempotency_hash_ignores_phone",
+        "core",
+        "the idempotency record's payload hash leaves out the customer's phone",
+        "idempotency.conflict_customer",
+    ),
+    _m(
+        "idempotency_hash_ignores_email",
+        "core",
+        "the idempotency record's payload hash leaves out the customer's email",
+        "idempotency.conflict_customer",
+    ),
+    _m(
+        "token_binding_ignores_mandate_cap",
+        "core",
+        "the payload hash binding token and key leaves out max_price: the old token approves a raised cap",
+        "approval.token_bound_mandate",
+        "idempotency.conflict_mandate",
+    ),
+    _m(
+        "token_binding_ignores_customer_email",
+        "core",
+        "the payload hash binding token and key leaves out the email: the old token books another contact",
+        "approval.token_bound_customer",
+        "idempotency.conflict_customer",
+    ),
+    _m(
         "replay_calls_platform",
         "core",
         "an idempotent replay sends the create to the platform again",

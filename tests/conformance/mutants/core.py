@@ -329,6 +329,34 @@ def _conflict_replays_first_receipt() -> None:
     _replace(booking, "booking_payload_hash", lambda inp: sha256_hex(inp.idempotency_key))
 
 
+def _hash_without(path: tuple[str, ...]) -> Callable[[BookingCreateInput], str]:
+    """The payload hash with one (nested) field left out, as a hand-picked field list would."""
+
+    def hashed(inp: BookingCreateInput) -> str:
+        transient = {"approval", "verification_code"}
+        wire = {key: value for key, value in inp.to_wire().items() if key not in transient}
+        *parents, leaf = path
+        owner = wire
+        for parent in parents:
+            owner = owner.setdefault(parent, {})
+        owner.pop(leaf, None)
+        return sha256_hex(wire)
+
+    return hashed
+
+
+def _idempotency_hash_ignores(*path: str) -> None:
+    # Only the idempotency record's view of the payload changes; the approval gate keeps the real hash.
+    _replace(booking, "booking_payload_hash", _hash_without(path))
+
+
+def _payload_hash_ignores(*path: str) -> None:
+    # The one payload hash both the idempotency record and the approval token are bound to.
+    hashed = _hash_without(path)
+    _replace(booking, "booking_payload_hash", hashed)
+    _replace(approval, "booking_payload_hash", hashed)
+
+
 def _on_replay(again: Callable[[Any, BookingCreateInput, Receipt], Any]) -> None:
     create = booking.BookingPipeline.create
 
@@ -461,6 +489,11 @@ CORE_MUTANTS: dict[str, Callable[[], None]] = {
     "token_reusable_after_expiry": _token_reusable_after_expiry,
     "idempotency_conflict_replays_first_receipt": _conflict_replays_first_receipt,
     "replay_calls_platform": _replay_calls_platform,
+    "idempotency_hash_ignores_provider": lambda: _idempotency_hash_ignores("provider_id"),
+    "idempotency_hash_ignores_phone": lambda: _idempotency_hash_ignores("customer", "phone"),
+    "idempotency_hash_ignores_email": lambda: _idempotency_hash_ignores("customer", "email"),
+    "token_binding_ignores_mandate_cap": lambda: _payload_hash_ignores("mandate", "max_price"),
+    "token_binding_ignores_customer_email": lambda: _payload_hash_ignores("customer", "email"),
     "replay_returns_new_booking": _replay_returns_new_booking,
     "summary_without_provider": _summary_without_provider,
     "summary_without_time": _summary_without_time,
