@@ -185,6 +185,8 @@ async def _boundaries(probe: Probe) -> None:
             refused.code == "price_exceeds_mandate",
             f"expected price_exceeds_mandate, got {refused.describe()}",
         )
+    for currency in ("JPY", "KWD"):
+        await _price_cap_in(probe, currency)
     with grader.check("boundary.window_exact_books"):
         window = {"earliest_start": format_wall_clock(slot.start), "latest_end": format_wall_clock(slot.end)}
         booked = await _book(probe, build.with_mandate(usd.id, **window))
@@ -193,6 +195,31 @@ async def _boundaries(probe: Probe) -> None:
         latest = format_wall_clock(slot.end - dt.timedelta(minutes=1))
         refused = await probe.wire.call(CREATE, build.with_mandate(usd.id, latest_end=latest))
         expect(refused.code == "slot_too_late", f"expected slot_too_late, got {refused.describe()}")
+
+
+async def _price_cap_in(probe: Probe, currency: str) -> None:
+    """The price boundaries in a currency of another exponent: the cap in that currency's minor units."""
+    service = probe.fixtures.services.fixed()[currency]
+    price, build = service.price, probe.payloads
+
+    def capped(minor: int) -> dict[str, Any]:
+        cap = {"amount_minor": minor, "currency": currency}
+        return build.with_mandate(service.id, max_price=cap, max_extra_fee={**cap, "amount_minor": 0})
+
+    with probe.grader.check(f"boundary.price_cap_{currency.lower()}"):
+        refused = await probe.wire.call(CREATE, capped(price.amount_minor - 1))
+        expect(
+            refused.code == "price_exceeds_mandate",
+            f"{price.amount_minor} {currency} under a cap of {price.amount_minor - 1}: expected "
+            f"price_exceeds_mandate, got {refused.describe()}",
+            expected="price_exceeds_mandate",
+            observed=refused.describe(),
+        )
+        booked = await _book(probe, capped(price.amount_minor))
+        expect(
+            booked.ok is True,
+            f"{price.amount_minor} {currency} under an equal cap did not book: {booked.describe()}",
+        )
 
 
 async def _verification(probe: Probe) -> None:

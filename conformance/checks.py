@@ -328,7 +328,18 @@ CATALOG: tuple[Check, ...] = (
         "Security and Privacy Considerations (beyond the spec)",
     ),
     # The mandate fail-closed matrix: the exact code on the first create call.
+    _c(
+        "mandate.missing_id",
+        "a mandate without an id (absent or empty) fails with invalid_mandate",
+        "Mandate Enforcement",
+    ),
     _c("mandate.expired", "an expired mandate fails with mandate_expired", _MANDATE),
+    _c(
+        "mandate.expires_offset",
+        "expires_at with an offset other than Z is the instant it names: two hours ahead at -05:00 holds,"
+        " two hours past at +05:00 fails with mandate_expired",
+        "BookingMandate",
+    ),
     _c(
         "mandate.naked_expires_at",
         "an expires_at without Z or offset fails with invalid_mandate",
@@ -350,7 +361,11 @@ CATALOG: tuple[Check, ...] = (
         "a service outside service_ids (or an empty list) fails with service_not_allowed",
         _MANDATE,
     ),
-    _c("mandate.schedule_scope", "a schedule outside schedule_ids fails with schedule_not_allowed", _MANDATE),
+    _c(
+        "mandate.schedule_scope",
+        "a schedule outside schedule_ids (or an empty list) fails with schedule_not_allowed",
+        _MANDATE,
+    ),
     _c(
         "mandate.provider_unknown",
         "an empty provider_id under provider_ids fails with provider_unknown",
@@ -358,7 +373,7 @@ CATALOG: tuple[Check, ...] = (
     ),
     _c(
         "mandate.provider_not_allowed",
-        "a provider outside provider_ids fails with provider_not_allowed",
+        "a provider outside provider_ids (or an empty list) fails with provider_not_allowed",
         _MANDATE,
     ),
     _c("mandate.slot_too_early", "a slot starting before earliest_start fails with slot_too_early", _MANDATE),
@@ -395,6 +410,12 @@ CATALOG: tuple[Check, ...] = (
         _MANDATE,
     ),
     _c(
+        "mandate.policy_fee_over_cap",
+        "with allow_policy_fee, a deposit one minor unit above max_extra_fee (below max_price) fails with"
+        " policy_fee_exceeds_mandate; an equal one reaches the challenge",
+        _MANDATE,
+    ),
+    _c(
         "mandate.consultation",
         "a consultation service fails with requires_consultation_handoff",
         _MANDATE,
@@ -414,6 +435,18 @@ CATALOG: tuple[Check, ...] = (
     _c(
         "boundary.price_cap_minus_one_refuses",
         "a max_price one minor unit below the price fails with price_exceeds_mandate",
+        "Mandate Enforcement (beyond the spec)",
+    ),
+    _c(
+        "boundary.price_cap_jpy",
+        "in JPY (exponent 0) a cap equal to the price books and one yen below fails with"
+        " price_exceeds_mandate",
+        "Mandate Enforcement (beyond the spec)",
+    ),
+    _c(
+        "boundary.price_cap_kwd",
+        "in KWD (exponent 3) a cap equal to the price books and one fils below fails with"
+        " price_exceeds_mandate",
         "Mandate Enforcement (beyond the spec)",
     ),
     _c(

@@ -22,7 +22,7 @@ from osbp.protocol.contract import Success
 from osbp.protocol.idempotency import LOCAL_CACHE_REPLAY
 from osbp.protocol.mandate import check_requested_wall_clock
 from osbp.protocol.models import BookingCreateInput, Problem, Receipt
-from osbp.protocol.money import fixed_amount
+from osbp.protocol.money import fixed_amount, minor_unit_exponent
 from osbp.protocol.port import BookingRequest
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.timeutil import parse_wall_clock
@@ -132,6 +132,32 @@ def _empty_service_list_allows_all() -> None:
     _wrap(mandate, "_scope", _scope_with(service_ids=lambda m: m.service_ids or None))
 
 
+def _empty_schedule_list_allows_all() -> None:
+    _wrap(mandate, "_scope", _scope_with(schedule_ids=lambda m: m.schedule_ids or None))
+
+
+def _empty_provider_list_allows_all() -> None:
+    _wrap(mandate, "_scope", _scope_with(provider_ids=lambda m: m.provider_ids or None))
+
+
+def _without_id_accepted() -> None:
+    _wrap(mandate, "_well_formed", lambda well_formed: lambda m: well_formed(_copy(m, id=m.id or "mnd_any")))
+
+
+def _expiry_offset_dropped() -> None:
+    # The offset is cut off and the wall-clock part read as UTC ("…T10:00:00-05:00" becomes "…T10:00:00Z").
+    def dropped(value: str | None) -> str | None:
+        return re.sub(r"[+-]\d{2}:\d{2}$", "Z", value) if value else value
+
+    _wrap(
+        mandate,
+        "_head",
+        lambda head: (
+            lambda m, *, now, action: head(_copy(m, expires_at=dropped(m.expires_at)), now=now, action=action)
+        ),
+    )
+
+
 def _schedule_scope_skipped() -> None:
     _wrap(mandate, "_scope", _scope_with(schedule_ids=lambda m: None))
 
@@ -222,6 +248,48 @@ def _price_cap_one_unit_over() -> None:
         return mutated
 
     _wrap(mandate, "_price", make)
+
+
+def _cap_compared_in_cents(scale: Callable[[int, int], int], cap_scale: Callable[[int, int], int]) -> None:
+    """The price cap compared after both amounts were normalized to cents (hundredths of the major unit)."""
+
+    def decide(m: Any, slot: Any, service: Any) -> Any:
+        quoted, cap = slot.price or service.price, m.max_price
+        amount = _quoted_amount(slot, service)
+        if amount is None or cap is None or cap.amount_minor is None or quoted.currency != cap.currency:
+            return _ORIGINAL
+        exponent = minor_unit_exponent(cap.currency)
+        if exponent is None:
+            return _ORIGINAL
+        over = scale(amount, exponent) > cap_scale(cap.amount_minor, exponent)
+        return problem(ProblemCode.PRICE_EXCEEDS_MANDATE) if over else None
+
+    _decide_first(mandate, "_price", decide)
+
+
+def _to_cents(amount: int, exponent: int) -> int:
+    # Rounded half up where the currency has more decimals than cents (12.499 KWD is 1250 cents).
+    unit = int(10**exponent)
+    return (amount * 100 + unit // 2) // unit
+
+
+def _cap_rounded_to_cents() -> None:
+    _cap_compared_in_cents(_to_cents, _to_cents)
+
+
+def _cap_assumes_two_decimals() -> None:
+    # The price is normalized through its currency's exponent, the cap as if it were already in cents.
+    _cap_compared_in_cents(_to_cents, lambda amount, exponent: amount)
+
+
+def _fee_cap_skipped() -> None:
+    _wrap(
+        mandate,
+        "_payment",
+        lambda payment: (
+            lambda m, slot, service, policy: payment(_copy(m, max_extra_fee=None), slot, service, policy)
+        ),
+    )
 
 
 def _currency_mismatch_skipped() -> None:
@@ -467,6 +535,13 @@ CORE_MUTANTS: dict[str, Callable[[], None]] = {
     "mandate_organization_scope_skipped": _organization_scope_skipped,
     "mandate_empty_service_list_allows_all": _empty_service_list_allows_all,
     "mandate_schedule_scope_skipped": _schedule_scope_skipped,
+    "mandate_empty_schedule_list_allows_all": _empty_schedule_list_allows_all,
+    "mandate_empty_provider_list_allows_all": _empty_provider_list_allows_all,
+    "mandate_without_id_accepted": _without_id_accepted,
+    "mandate_expiry_offset_dropped": _expiry_offset_dropped,
+    "mandate_cap_rounded_to_cents": _cap_rounded_to_cents,
+    "mandate_cap_assumes_two_decimals": _cap_assumes_two_decimals,
+    "mandate_fee_cap_skipped": _fee_cap_skipped,
     "mandate_provider_scope_skipped": _provider_scope_skipped,
     "mandate_provider_unknown_as_not_allowed": _provider_unknown_as_not_allowed,
     "mandate_earliest_start_exclusive": _earliest_start_exclusive,
