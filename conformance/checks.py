@@ -302,6 +302,36 @@ CATALOG: tuple[Check, ...] = (
         "booking.create",
     ),
     _c(
+        "approval.token_summary_cancellation_fee",
+        "an approval token is refused once the cancellation fee it was shown with changed: the retry is"
+        " re-challenged with a fresh summary showing the new fee",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_summary_no_show_fee",
+        "an approval token is refused once the no-show fee it was shown with changed: the retry is"
+        " re-challenged with a fresh summary showing the new fee",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_summary_window",
+        "an approval token is refused once the cancellation window it was shown with changed: the retry is"
+        " re-challenged with a fresh summary showing the new window",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_summary_provider",
+        "an approval token is refused once the provider was renamed: the retry is re-challenged with a fresh"
+        " summary showing the new name",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_summary_location",
+        "an approval token is refused once the location was renamed: the retry is re-challenged with a fresh"
+        " summary showing the new name",
+        "booking.create",
+    ),
+    _c(
         "approval.token_expired",
         "an approval token older than the server's token lifetime is refused with a fresh challenge",
         "booking.create",

@@ -208,6 +208,31 @@ MUTANTS: tuple[Mutant, ...] = (
         "approval.token_summary_bound",
     ),
     _m(
+        "token_survives_fee_change",
+        "core",
+        "the token is bound to the summary without its fee amounts: a changed fee is booked unseen",
+        "approval.token_summary_cancellation_fee",
+        "approval.token_summary_no_show_fee",
+    ),
+    _m(
+        "token_survives_window_change",
+        "core",
+        "the token is bound to the summary without its cancellation deadline",
+        "approval.token_summary_window",
+    ),
+    _m(
+        "token_survives_provider_rename",
+        "core",
+        "the token is bound to the summary without the provider's name (the id still binds it)",
+        "approval.token_summary_provider",
+    ),
+    _m(
+        "token_survives_location_rename",
+        "core",
+        "the token is bound to the summary without the location's name (the id still binds it)",
+        "approval.token_summary_location",
+    ),
+    _m(
         "token_reusable_after_success",
         "core",
         "a spent token approves the same booking again under a new key",

@@ -378,6 +378,33 @@ def _token_not_bound_to_summary() -> None:
     _replace(approval, "sha256_hex", lambda value: "one-summary-for-all")
 
 
+def _token_bound_to_summary_without(pattern: str, keep: str = "") -> None:
+    """The token is bound to the summary with one fact cut out: that fact may change under it."""
+
+    def hashed(value: Any) -> str:
+        return sha256_hex(re.sub(pattern, keep, value) if isinstance(value, str) else value)
+
+    _replace(approval, "sha256_hex", hashed)
+
+
+def _token_survives_fee_change() -> None:
+    _token_bound_to_summary_without(
+        r"(cancellation fee of|costs|No-show fee:) [^ ;]*?\d(?=[.;]?(?: |$))", r"\1"
+    )
+
+
+def _token_survives_window_change() -> None:
+    _token_bound_to_summary_without(r"(up to|less than|deadline is) .*? before", r"\1")
+
+
+def _token_survives_provider_rename() -> None:
+    _token_bound_to_summary_without(r" with [^.]*? at ", " at ")
+
+
+def _token_survives_location_rename() -> None:
+    _token_bound_to_summary_without(r"( with [^.]*? at )[^,(.]+", r"\1")
+
+
 def _token_reusable_after_success() -> None:
     _token_not_bound_to_key()
     _replace(approval.ApprovalGate, "mark_spent", lambda self, token: None)
@@ -559,6 +586,10 @@ CORE_MUTANTS: dict[str, Callable[[], None]] = {
     "token_not_bound_to_payload": _token_not_bound_to_payload,
     "token_not_bound_to_key": _token_not_bound_to_key,
     "token_not_bound_to_summary": _token_not_bound_to_summary,
+    "token_survives_fee_change": _token_survives_fee_change,
+    "token_survives_window_change": _token_survives_window_change,
+    "token_survives_provider_rename": _token_survives_provider_rename,
+    "token_survives_location_rename": _token_survives_location_rename,
     "token_reusable_after_success": _token_reusable_after_success,
     "elicited_decline_books": _elicited_decline_books,
     "token_reusable_after_expiry": _token_reusable_after_expiry,
