@@ -99,7 +99,7 @@ EXTENSIONS: dict[str, dict[str, dict[str, Any]]] = {
         },
         "appointment_status": {
             "type": "string",
-            "enum": ["pending", "confirmed", "cancelled", "completed", "no_show"],
+            "enum": ["pending", "confirmed", "cancelled", "completed", "no_show", "archived"],
             "description": "The appointment's status as a read shows it.",
         },
     },

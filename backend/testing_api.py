@@ -27,7 +27,7 @@ from osbp.backend.models import ACTIVE_STATUSES, Appointment, OutboxMessage
 from osbp.backend.problems import ProblemError
 from osbp.backend.runtime import Runtime
 from osbp.backend.webhook_log import DeliveryLog, delivery_log
-from osbp.backend.wire import AppointmentOut
+from osbp.backend.wire import AppointmentOut, AppointmentStatus
 
 __all__ = [
     "AppointmentStatusRequest",
@@ -59,7 +59,7 @@ class AppointmentStatusRequest(BaseModel):
 
     organization_id: str = Field(min_length=1, max_length=100)
     booking_id: str = Field(min_length=1, max_length=100)
-    status: Literal["pending", "confirmed", "cancelled", "completed", "no_show"]
+    status: AppointmentStatus
 
 
 class Armed(BaseModel):

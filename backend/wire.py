@@ -19,6 +19,7 @@ __all__ = [
     "Address",
     "AppointmentCreate",
     "AppointmentOut",
+    "AppointmentStatus",
     "AvailabilityOut",
     "CancellationOut",
     "Coordinates",
@@ -280,12 +281,17 @@ class CustomerOut(BaseModel):
     email: str | None
 
 
+#: Every native appointment status. `archived` is the merchant's housekeeping state for a record taken out of
+#: the day's book; it says nothing about whether the visit happened (a status clients may not know).
+AppointmentStatus = Literal["pending", "confirmed", "cancelled", "completed", "no_show", "archived"]
+
+
 class AppointmentOut(BaseModel):
     """An appointment, in merchant-local wall-clock."""
 
     id: str
     organization_id: str
-    status: Literal["pending", "confirmed", "cancelled", "completed", "no_show"]
+    status: AppointmentStatus
     service_id: str
     service_name: str
     location_id: str

@@ -167,7 +167,9 @@ def _money_change(probe: Probe, service: BoundFact, shown: str, field: str, what
     catalog, org = probe.catalog_url or "", probe.fixtures.organization_id
 
     async def make() -> str | None:
-        return await change_service(catalog, org, service.service, field, amount, call_timeout=probe.call_timeout)
+        return await change_service(
+            catalog, org, service.service, field, amount, call_timeout=probe.call_timeout
+        )
 
     return _Change(
         make,

@@ -24,6 +24,15 @@ with the provider and schedule to book it with; see `BoundFacts`.
 `native_statuses` (optional) maps each native appointment status the platform can give a booking to the
 protocol status booking.status must answer; the battery sets each one through the platform's status hook
 (`--status-url`) on a booking of its own and reads it back.
+
+**Format 2** (`"fixture_format": 2`) makes the file the battery's oracle: the facts a right server states
+(each service's name, duration, price with type and display, fees, payment requirement, deposit,
+consultation flag, cancellation window and verification; each schedule's name and ISO-weekday opening
+hours; the providers' names; chosen slots' exact instants, among them a DST gap and fold on a 24-hour
+schedule). Checks grade the server against these facts, never against its own other answers. Every new
+member is optional, so a format-1 file (no `fixture_format`) still loads and the checks needing a fact it
+lacks are skipped; a format-1 file that states a format-2 member is refused. docs/conformance.md describes
+every field.
 """
 
 from __future__ import annotations
@@ -33,19 +42,35 @@ import re
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 __all__ = [
+    "FIXTURE_FORMAT",
     "REFERENCE_FIXTURES",
+    "AllDaySchedule",
     "BoundFact",
     "BoundFacts",
     "Customer",
     "DepositService",
+    "FeesService",
     "FixedPriceService",
     "Fixtures",
+    "FullDay",
     "Money",
+    "OpeningHours",
+    "OracleSlot",
     "Providers",
+    "QuotedPrice",
     "Schedule",
     "ServiceRef",
     "Services",
@@ -57,10 +82,32 @@ __all__ = [
 
 #: The file name of the fixture shipped for this project's conformance organization.
 REFERENCE_FIXTURES = "osbp-reference.json"
+#: The newest fixture format this module reads (1: ids and roles; 2: the oracle's expected facts).
+FIXTURE_FORMAT = 2
 
 Id = Annotated[str, StringConstraints(min_length=1)]
 ProtocolStatus = Literal["booked", "cancelled", "completed", "no_show", "pending", "unknown"]
 CurrencyCode = Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
+#: An ISO 8601 duration as the spec writes them ("PT45M", "PT6H", "P1D").
+_DURATION = re.compile(r"P(\d+D)?(T(\d+H)?(\d+M)?(\d+S)?)?")
+
+
+def _iso_duration(value: str) -> str:
+    if not _DURATION.fullmatch(value) or value in ("P", "PT") or value.endswith("T"):
+        raise ValueError(f"{value!r} is not an ISO 8601 duration such as PT45M")
+    return value
+
+
+Duration = Annotated[str, AfterValidator(_iso_duration)]
+HourMinute = Annotated[str, StringConstraints(pattern=r"^([01]\d|2[0-3]):[0-5]\d$")]
+WallClock = Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d:[0-5]\d$")]
+Instant = Annotated[
+    str,
+    StringConstraints(
+        pattern=r"^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(Z|[+-]([01]\d|2[0-3]):[0-5]\d)$"
+    ),
+]
+PaymentRequirement = Literal["none", "deposit", "full_prepay", "unknown"]
 
 
 class _Strict(BaseModel):
@@ -68,16 +115,56 @@ class _Strict(BaseModel):
 
 
 class Money(_Strict):
-    """A fixed amount in the currency's ISO 4217 minor unit."""
+    """A fixed amount in the currency's ISO 4217 minor unit (format 2: with its type and display text)."""
 
     amount_minor: int = Field(ge=0)
     currency: CurrencyCode
+    #: Format 2: always "fixed" when stated (a price without an amount is a `QuotedPrice`).
+    type: Literal["fixed"] | None = None
+    #: Format 2: the display string a right server gives this amount ("$95.00", "¥12,000").
+    display: Annotated[str, StringConstraints(min_length=1)] | None = None
+
+
+class QuotedPrice(_Strict):
+    """Format 2: a price with no fixed amount (its type says why)."""
+
+    currency: CurrencyCode
+    type: Literal["insurance_dependent", "quote_required", "unknown"]
+
+
+#: The service facts whose null is a statement ("no such fee", "no verification"), not an omission.
+_NULL_STATES = frozenset({"cancellation_fee", "no_show_fee", "verification"})
 
 
 class ServiceRef(_Strict):
-    """A service that plays one role in the battery."""
+    """A service that plays one role in the battery, with the facts a right server states about it.
+
+    Every fact is optional (format 1 states none); a stated one is graded. A fee or `verification`
+    stated as null says the service has none, so whether a fact is stated is read from the fields set.
+    """
 
     id: Id
+    name: Annotated[str, StringConstraints(min_length=1)] | None = None
+    duration: Duration | None = None
+    price: Money | QuotedPrice | None = None
+    payment_requirement: PaymentRequirement | None = None
+    deposit: Money | None = None
+    cancellation_fee: Money | None = None
+    no_show_fee: Money | None = None
+    cancellation_window: Duration | None = None
+    requires_consultation: bool | None = None
+    verification: Literal["sms", "email"] | None = None
+
+    def states(self, fact: str) -> bool:
+        """Whether the file states `fact` for this service (a null fee or verification states "none")."""
+        if fact not in self.model_fields_set:
+            return False
+        return fact in _NULL_STATES or getattr(self, fact) is not None
+
+    def fees(self) -> dict[str, Money]:
+        """The fees the service carries, by the Policy member that states them."""
+        fees = {"cancellation_fee": self.cancellation_fee, "no_show_fee": self.no_show_fee}
+        return {name: fee for name, fee in fees.items() if fee is not None}
 
 
 class FixedPriceService(ServiceRef):
@@ -90,6 +177,24 @@ class DepositService(ServiceRef):
     """A service whose policy requires a deposit of this amount."""
 
     deposit: Money
+
+
+class FeesService(FixedPriceService):
+    """Format 2: a fixed-price service with a cancellation fee and a no-show fee, distinct from each other
+    and from the price, and no payment up front (it books without allow_policy_fee)."""
+
+    cancellation_fee: Money
+    no_show_fee: Money
+
+    @model_validator(mode="after")
+    def _distinct_fees(self) -> FeesService:
+        amounts = {self.price.amount_minor, self.cancellation_fee.amount_minor, self.no_show_fee.amount_minor}
+        currencies = {self.price.currency, self.cancellation_fee.currency, self.no_show_fee.currency}
+        if len(amounts) != 3 or len(currencies) != 1:
+            raise ValueError("fees: the price and both fees must be distinct amounts in one currency")
+        if self.payment_requirement not in (None, "none"):
+            raise ValueError("fees: the service must need no payment up front")
+        return self
 
 
 class VerificationService(ServiceRef):
@@ -118,6 +223,10 @@ class Services(_Strict):
     verification: VerificationService
     #: A fixed-price service in the mandate currency reserved for the repricing check (optional).
     repriced: ServiceRef | None = None
+    #: Format 2: a free service (fixed, 0 USD, no payment, no fees, not a consultation).
+    free: FixedPriceService | None = None
+    #: Format 2: a service with a cancellation fee and a no-show fee.
+    fees: FeesService | None = None
 
     @model_validator(mode="after")
     def _currencies_match_roles(self) -> Services:
@@ -126,7 +235,19 @@ class Services(_Strict):
                 raise ValueError(
                     f"fixed_{role.lower()} must be priced in {role}, not {service.price.currency}"
                 )
+        free = self.free
+        if free is not None and (
+            (free.price.amount_minor, free.price.currency) != (0, "USD")
+            or free.fees()
+            or free.payment_requirement not in (None, "none")
+            or free.requires_consultation
+        ):
+            raise ValueError("free must cost 0 USD, need no payment, carry no fees and not be a consultation")
         return self
+
+    def roles(self) -> dict[str, ServiceRef]:
+        """Every service the file names, keyed by its role."""
+        return {role: service for role in type(self).model_fields if (service := getattr(self, role))}
 
     def fixed(self) -> dict[str, FixedPriceService]:
         """The fixed-price services keyed by currency code."""
@@ -139,12 +260,43 @@ class Services(_Strict):
         }
 
 
+class OpeningHours(_Strict):
+    """Format 2: one opening period, ISO weekday (1 = Monday … 7 = Sunday) and wall-clock "HH:MM"."""
+
+    day: int = Field(ge=1, le=7)
+    open: HourMinute
+    close: HourMinute
+
+
 class Schedule(_Strict):
     """The schedule (location) the slot belongs to."""
 
     id: Id
     #: Whether the location has coordinates, so that slots must carry them.
     has_coordinates: bool = True
+    #: Format 2: the schedule's display name.
+    name: Annotated[str, StringConstraints(min_length=1)] | None = None
+    #: Format 2: the typical opening hours a right server reports, in the order it reports them.
+    opening_hours: list[OpeningHours] | None = None
+
+
+class FullDay(_Strict):
+    """Format 2: a date on the all-day schedule and how many slots a right server offers on it."""
+
+    date: dt.date
+    slot_count: int = Field(gt=0)
+
+
+class AllDaySchedule(Schedule):
+    """Format 2: a 24-hour schedule (DST gap and fold slots; a day with more slots than one page)."""
+
+    timezone: Id
+    #: A fixed-price service in the mandate currency bookable there.
+    service: Id
+    #: A provider the default mandate allows who works there.
+    provider: Id
+    #: A day whose offered slots the paging check counts (optional).
+    full_day: FullDay | None = None
 
 
 class Providers(_Strict):
@@ -152,6 +304,31 @@ class Providers(_Strict):
 
     in_scope: Id
     other: Id
+    #: Format 2: provider id -> the display name a right server gives it.
+    names: dict[Id, Annotated[str, StringConstraints(min_length=1)]] = Field(default_factory=dict)
+
+
+class OracleSlot(_Strict):
+    """Format 2: a slot a right server offers, with its exact instant (and optionally its end)."""
+
+    schedule_id: Id
+    service_id: Id
+    provider_id: Id
+    starts_at_local: WallClock
+    #: The exact instant; compared as an instant, so any offset that names it is right.
+    starts_at: Instant
+    ends_at_local: WallClock | None = None
+    ends_at: Instant | None = None
+
+    @property
+    def local_start(self) -> dt.datetime:
+        """The naive merchant-local start."""
+        return dt.datetime.fromisoformat(self.starts_at_local)
+
+    @property
+    def instant(self) -> dt.datetime:
+        """The aware start instant."""
+        return dt.datetime.fromisoformat(self.starts_at.replace("Z", "+00:00"))
 
 
 class SlotFixture(_Strict):
@@ -214,9 +391,15 @@ class Customer(_Strict):
     family_name: str | None = None
 
 
+#: The members only format 2 may state (a format-1 file stating one is refused: it forgot to say so).
+_FORMAT_2_MEMBERS = ("all_day", "slots")
+
+
 class Fixtures(_Strict):
     """Everything the battery knows about the graded server's platform."""
 
+    #: 1 when absent (the original format); 2 states the oracle's expected facts.
+    fixture_format: Literal[1, 2] = 1
     osbp_version: Literal["0.1.0"] = "0.1.0"
     organization_id: Id
     #: The schedule's IANA timezone, in which the slot's wall-clock is interpreted.
@@ -234,6 +417,10 @@ class Fixtures(_Strict):
     native_statuses: dict[Id, ProtocolStatus] = Field(default_factory=dict)
     #: How many seconds the graded server's approval tokens stay valid, when known (optional).
     approval_ttl_seconds: float | None = Field(default=None, gt=0)
+    #: Format 2: the 24-hour schedule.
+    all_day: AllDaySchedule | None = None
+    #: Format 2: named slots with their exact instants (`dst_gap`, `dst_fold`, ...).
+    slots: dict[Id, OracleSlot] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -256,6 +443,48 @@ class Fixtures(_Strict):
         if self.max_price.currency != price.currency or self.max_price.amount_minor < price.amount_minor:
             raise ValueError("max_price must be in USD and cover the fixed_usd price")
         return self
+
+    @model_validator(mode="after")
+    def _format_2_members_declared(self) -> Fixtures:
+        if self.fixture_format < 2:
+            stated = [name for name in _FORMAT_2_MEMBERS if name in self.model_fields_set]
+            if self.services.free is not None or self.services.fees is not None:
+                stated.append("services.free/fees")
+            if self.schedule.opening_hours is not None or self.providers.names:
+                stated.append("schedule.opening_hours/providers.names")
+            if stated:
+                raise ValueError(f'{", ".join(stated)} need "fixture_format": 2')
+        return self
+
+    @model_validator(mode="after")
+    def _slot_instants_are_their_wall_clocks(self) -> Fixtures:
+        # A typo in an oracle instant would fail a right server; each instant must be one of its
+        # wall-clock's occurrences in the schedule's zone (which one, at a fold, is the file's statement).
+        for name, slot in self.slots.items():
+            zone_name = self.zone_of(slot.schedule_id)
+            if zone_name is None:
+                raise ValueError(f"slots.{name}: schedule {slot.schedule_id!r} is not in the file")
+            try:
+                zone = ZoneInfo(zone_name)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"slots.{name}: unknown timezone {zone_name!r}") from None
+            if slot.instant.astimezone(zone).replace(tzinfo=None) != slot.local_start:
+                raise ValueError(
+                    f"slots.{name}: {slot.starts_at} is not {slot.starts_at_local} in {zone_name}"
+                )
+        return self
+
+    def zone_of(self, schedule_id: str) -> str | None:
+        """The IANA zone of a schedule the file names (None for an unknown id)."""
+        if schedule_id == self.schedule.id:
+            return self.timezone
+        if self.all_day is not None and schedule_id == self.all_day.id:
+            return self.all_day.timezone
+        return None
+
+    def schedules(self) -> list[Schedule]:
+        """Every schedule the file names."""
+        return [self.schedule, *([self.all_day] if self.all_day is not None else [])]
 
 
 def reference_fixtures_path() -> Path:

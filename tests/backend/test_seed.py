@@ -2,7 +2,8 @@
 
 `snapshots/seed.json` was recorded from the platform while its seed was still built by constructor
 calls: every catalog table row as SQLite stores it (JSON columns as their stored text) and the API's
-catalog reads. Seeding from `seed.toml` must reproduce both exactly.
+catalog reads. Seeding from `seed.toml` must reproduce both exactly; an intended seed change (such as the
+conformance organization's all-day location and oracle services) re-records the snapshot with it.
 """
 
 from __future__ import annotations

@@ -85,3 +85,84 @@ def test_native_statuses_are_optional_and_map_only_to_protocol_statuses():
     )
     with pytest.raises(ValidationError, match="native_statuses"):
         Fixtures.model_validate({**raw, "native_statuses": {"confirmed": "confirmed"}})
+
+
+def _format_1(raw: dict[str, Any]) -> dict[str, Any]:
+    """The reference file as format 1 wrote it: ids and roles, none of the oracle's facts."""
+    old = {key: value for key, value in raw.items() if key not in ("fixture_format", "all_day", "slots")}
+    old["schedule"] = {"id": raw["schedule"]["id"], "has_coordinates": True}
+    old["providers"] = {key: raw["providers"][key] for key in ("in_scope", "other")}
+    kept = {"id", "price", "deposit", "method", "code"}
+    old["services"] = {
+        role: {key: value for key, value in service.items() if key in kept}
+        for role, service in raw["services"].items()
+        if role not in ("free", "fees")
+    }
+    for service in old["services"].values():
+        if service.get("price", {}).get("type") not in (None, "fixed"):
+            del service["price"]
+        for money in (service.get("price"), service.get("deposit")):
+            if money is not None:
+                money.pop("type", None)
+                money.pop("display", None)
+    return old
+
+
+def test_the_reference_file_is_format_2_and_states_the_oracles_facts(fixtures):
+    """Platform choice (fixture format 2): the shipped file states every fact the oracle checks read."""
+    assert fixtures.fixture_format == 2
+    jpy = fixtures.services.fixed_jpy
+    assert (jpy.price.amount_minor, jpy.price.display) == (12000, "¥12,000")
+    fees = fixtures.services.fees
+    assert fees is not None
+    assert (fees.cancellation_fee.amount_minor, fees.no_show_fee.amount_minor) == (1500, 3000)
+    assert fixtures.services.fixed_usd.states("cancellation_fee")  # stated as null: no fee
+    assert not fixtures.services.repriced.states("price")
+    assert fixtures.all_day is not None and fixtures.all_day.timezone == "America/New_York"
+    assert fixtures.slots["dst_fold"].starts_at == "2030-11-03T05:30:00Z"
+    assert fixtures.native_statuses["archived"] == "unknown"
+
+
+def test_a_format_1_file_still_loads_without_the_oracles_facts():
+    """Platform choice (fixture format 2): a file written for format 1 loads; its new facts are absent."""
+    old = Fixtures.model_validate(_format_1(_raw()))
+    assert old.fixture_format == 1
+    assert old.all_day is None and old.slots == {} and old.services.free is None
+    assert not old.services.fixed_usd.states("name")
+    assert not old.services.fixed_usd.states("cancellation_fee")
+
+
+def test_a_format_1_file_that_states_a_format_2_member_is_rejected():
+    """Platform choice: an oracle fact in a file that does not declare format 2 is a forgotten version."""
+    raw = _format_1(_raw()) | {"all_day": _raw()["all_day"]}
+    with pytest.raises(ValidationError, match='all_day need "fixture_format": 2'):
+        Fixtures.model_validate(raw)
+
+
+def test_an_oracle_instant_that_is_not_its_wall_clock_is_rejected():
+    """OSBP spec, Time Discipline: an oracle slot's instant must be one occurrence of its wall-clock in the
+    schedule's zone, or the DST checks would fail a right server over a typo."""
+    raw = _raw()
+    raw["slots"]["dst_gap"]["starts_at"] = "2030-03-10T08:00:00Z"
+    with pytest.raises(ValidationError, match="is not 2030-03-10T03:00:00"):
+        Fixtures.model_validate(raw)
+    raw = _raw()
+    raw["slots"]["dst_fold"]["starts_at"] = "2030-11-03T06:30:00Z"  # the fold's other occurrence: allowed
+    assert Fixtures.model_validate(raw).slots["dst_fold"].starts_at == "2030-11-03T06:30:00Z"
+
+
+def test_fees_must_differ_from_each_other_and_from_the_price():
+    """Platform choice: a fee equal to the price (or to the other fee) would let a server that reports one
+    amount for all of them pass the fee checks."""
+    raw = _raw()
+    raw["services"]["fees"]["no_show_fee"]["amount_minor"] = 1500
+    with pytest.raises(ValidationError, match="distinct"):
+        Fixtures.model_validate(raw)
+
+
+def test_the_free_role_must_cost_nothing():
+    """Platform choice: the free role is the zero-price case of the approval gate."""
+    raw = _raw()
+    raw["services"]["free"]["price"]["amount_minor"] = 100
+    with pytest.raises(ValidationError, match="free must cost 0 USD"):
+        Fixtures.model_validate(raw)
