@@ -222,6 +222,29 @@ async def _price_cap_in(probe: Probe, currency: str) -> None:
         )
 
 
+async def _free_gate(probe: Probe) -> None:
+    """A zero price bounds nothing away: the free service still gets the approval challenge, then books."""
+    check_id, free = "approval.free_service_gated", probe.fixtures.services.free
+    if free is None:
+        probe.grader.skipped(check_id, "the fixtures name no services.free")
+        return
+    with probe.grader.check(check_id):
+        payload = probe.payloads.create(free.id)
+        first, token = await _challenge(probe, payload)
+        expect(
+            first.code == "requires_user_confirmation" and first.problem.get("retryable") is True,
+            f"the first create of the free service {free.id} did not stop at the approval step: "
+            f"{first.describe()}",
+            expected="a retryable requires_user_confirmation with an approval token",
+            observed=first.describe(),
+        )
+        expect(token is not None, 'the free service\'s challenge carries no approval.token="…" instruction')
+        assert token is not None
+        booked = await probe.wire.call(CREATE, approved(payload, token))
+        problems = _receipt_problems(booked)
+        expect(not problems, "; ".join(problems))
+
+
 async def _verification(probe: Probe) -> None:
     grader, fixtures = probe.grader, probe.fixtures
     service = fixtures.services.verification
@@ -395,6 +418,7 @@ async def _other_reads(probe: Probe) -> None:
 async def grade_bookings(probe: Probe) -> None:
     """Run every booking-side check group in order."""
     await _happy_path(probe)
+    await _free_gate(probe)
     await _token_binding(probe)
     await grade_binding(probe)
     await grade_summary_bound(probe)

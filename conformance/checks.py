@@ -175,6 +175,12 @@ CATALOG: tuple[Check, ...] = (
         "booking.create",
     ),
     _c(
+        "approval.free_service_gated",
+        "a free (zero-price) service still answers the approval challenge first, and books on the approved"
+        " retry",
+        "booking.create",
+    ),
+    _c(
         "approval.summary",
         "the approval summary names the service, the merchant-local time and the price with its currency",
         "booking.create",

@@ -127,6 +127,8 @@ SERVICES = {
     "conformance_unknown_payment": Service("Unknown payment requirement", 9500, payment="unknown"),
     "conformance_verification": Service("SMS verification", 9500, verification="sms"),
     "conformance_repriced": Service("Repriced fixture", 9500),
+    "conformance_free": Service("Free fixture", 0),
+    "conformance_fees": Service("Fees fixture", 6000, cancellation_fee=1500, no_show_fee=3000),
     "conformance_binding_cancellation_fee": Service("Cancellation fee binding", 6000, cancellation_fee=1500),
     "conformance_binding_no_show_fee": Service("No-show fee binding", 6000, no_show_fee=2500),
     "conformance_binding_window": Service("Cancellation window binding", 6000),

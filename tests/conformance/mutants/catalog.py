@@ -239,6 +239,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "approval.token_spent",
     ),
     _m(
+        "free_booking_skips_approval",
+        "core",
+        "a zero-price booking is placed without the approval step",
+        "approval.free_service_gated",
+    ),
+    _m(
         "elicited_decline_books",
         "core",
         "a confirmation the user declines through the host books anyway",

@@ -405,6 +405,27 @@ def _token_survives_location_rename() -> None:
     _token_bound_to_summary_without(r"( with [^.]*? at )[^,(.]+", r"\1")
 
 
+def _free_booking_skips_approval() -> None:
+    # "Nothing to pay, nothing to approve": a zero fixed price is placed without the final confirmation.
+    free: dict[str, bool] = {}
+
+    def summary(build: Any) -> Any:
+        def built(service: Any, slot: Any, policy: Any, *args: Any, **kwargs: Any) -> Any:
+            price = slot.price or service.price
+            free["last"] = price is not None and fixed_amount(price) == 0
+            return build(service, slot, policy, *args, **kwargs)
+
+        return built
+
+    evaluate = approval.ApprovalGate.aevaluate
+
+    async def gate(self: Any, inp: BookingCreateInput, text: str, offer: str | None = None) -> Any:
+        return approval.Approved("free") if free.get("last") else await evaluate(self, inp, text, offer)
+
+    _wrap(booking, "build_approval_summary", summary)
+    _replace(approval.ApprovalGate, "aevaluate", gate)
+
+
 def _token_reusable_after_success() -> None:
     _token_not_bound_to_key()
     _replace(approval.ApprovalGate, "mark_spent", lambda self, token: None)
@@ -592,6 +613,7 @@ CORE_MUTANTS: dict[str, Callable[[], None]] = {
     "token_survives_location_rename": _token_survives_location_rename,
     "token_reusable_after_success": _token_reusable_after_success,
     "elicited_decline_books": _elicited_decline_books,
+    "free_booking_skips_approval": _free_booking_skips_approval,
     "token_reusable_after_expiry": _token_reusable_after_expiry,
     "idempotency_conflict_replays_first_receipt": _conflict_replays_first_receipt,
     "replay_calls_platform": _replay_calls_platform,
