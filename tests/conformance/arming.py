@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 OUTCOMES = {"slot_taken", "rate_limited"}
-NATIVE_STATUSES = {"confirmed", "pending", "cancelled", "no_show", "completed"}
+NATIVE_STATUSES = {"confirmed", "pending", "cancelled", "no_show", "completed", "archived"}
 
 
 @dataclass(frozen=True)
