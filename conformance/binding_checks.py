@@ -69,18 +69,18 @@ def base_payload(probe: Probe) -> dict[str, Any]:
 
 
 def _other_service(probe: Probe) -> str:
-    # Another fixed-price service in the cap's currency that books without a payment or a handoff.
+    # Another service in the cap's currency that books without a payment or a handoff: the free one, else
+    # the repriced one, else the verification one (each fixed-price, all on the fixture schedule).
     services = probe.fixtures.services
-    for candidate in (getattr(services, "free", None), services.repriced, services.verification):
-        if candidate is not None:
-            return str(candidate.id)
-    return services.verification.id  # pragma: no cover - verification is required
+    other = services.free or services.repriced or services.verification
+    return other.id
 
 
 def _other_schedule(probe: Probe) -> str:
-    all_day = getattr(probe.fixtures, "all_day", None)
-    other = getattr(all_day, "id", None)
-    return other if isinstance(other, str) else f"{probe.fixtures.schedule.id}_annex"
+    # The all-day schedule where the fixtures have one; an id no schedule has otherwise (the key's record
+    # must answer before anything resolves it).
+    all_day = probe.fixtures.all_day
+    return all_day.id if all_day is not None else f"{probe.fixtures.schedule.id}_annex"
 
 
 def _phone(phone: str) -> str:

@@ -16,7 +16,7 @@ from osbp.conformance.payloads import CREATE, approval_token
 from osbp.conformance.probe import Probe
 from osbp.conformance.wallclock import format_wall_clock
 
-__all__ = ["Case", "Pair", "grade_mandates", "mandate_cases", "order_pairs"]
+__all__ = ["Case", "Pair", "at_offset", "grade_mandates", "mandate_cases", "order_pairs"]
 
 #: The code of the fail-closed (terminal) form of requires_user_confirmation.
 _FAIL_CLOSED = "requires_user_confirmation"
@@ -273,7 +273,7 @@ async def _grade_order(probe: Probe) -> None:
         expect(not problems, summarize(problems), expected=first[0], observed=first[1])
 
 
-def _at_offset(instant: dt.datetime, hours: int) -> str:
+def at_offset(instant: dt.datetime, hours: int) -> str:
     """`instant` written with the UTC offset `hours` (never Z)."""
     local = instant.astimezone(dt.timezone(dt.timedelta(hours=hours)))
     return local.isoformat(timespec="seconds")
@@ -284,8 +284,8 @@ async def _grade_expiry_offsets(probe: Probe) -> None:
     build, usd = probe.payloads, probe.fixtures.services.fixed_usd.id
     # Two hours ahead written at -05:00 reads three hours past without the offset; two hours past
     # written at +05:00 reads three hours ahead.
-    ahead = _at_offset(build.now + _EXPIRY_SHIFT, -_OFFSET_HOURS)
-    behind = _at_offset(build.now - _EXPIRY_SHIFT, _OFFSET_HOURS)
+    ahead = at_offset(build.now + _EXPIRY_SHIFT, -_OFFSET_HOURS)
+    behind = at_offset(build.now - _EXPIRY_SHIFT, _OFFSET_HOURS)
     with probe.grader.check("mandate.expires_offset"):
         valid = await probe.wire.call(CREATE, build.with_mandate(usd, expires_at=ahead))
         expect(
