@@ -5,12 +5,12 @@ re-challenges with a fresh summary instead of accepting the old token. A token e
 
 Both need something a black-box battery cannot do alone, so both are SKIP, never PASS, without it:
 
-- `approval.token_summary_*` change one fact of the fixtures' `services.repriced` between the challenge and
-  the approved retry: its price, cancellation fee, no-show fee or cancellation window through the catalog
-  hook (`--catalog-url`), or the name of its own provider or schedule (`--provider-url`,
-  `--location-url`). Battery runs sharing one platform change the same facts at the same time, so every
-  change picks a fresh random value, and a round whose fresh summary shows another run's value or differs
-  in anything else is repeated, a few times at most.
+- `approval.token_summary_*` change one summary fact between the challenge and the approved retry: the
+  price of `services.repriced`, or a fee, the cancellation window, the provider's or the schedule's name of
+  that fact's `bound_facts` service, through the catalog hook (`--catalog-url`) or the rename hooks
+  (`--provider-url`, `--location-url`). Battery runs sharing one platform change the same facts at the
+  same time, so every change picks a fresh random value, and a round whose fresh summary shows another
+  run's value or differs in anything else is repeated after a random pause, a few times at most.
 - `approval.token_expired` needs the server's token lifetime (`approval_ttl_seconds` in the fixtures): its
   challenge is taken when the battery starts (:func:`open_expiry`) and retried when the battery ends
   (:func:`grade_expiry`), waiting only what is left of the lifetime plus a margin.
