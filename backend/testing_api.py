@@ -20,7 +20,7 @@ from sqlmodel import col, func, select
 
 from osbp.backend.api.deps import RuntimeDep, problem_responses
 from osbp.backend.appointments import appointment_out
-from osbp.backend.catalog import get_organization, get_provider, get_service, not_found
+from osbp.backend.catalog import get_location, get_organization, get_provider, get_service, not_found
 from osbp.backend.fault_profile import FaultProfile
 from osbp.backend.faults import endpoint_names
 from osbp.backend.models import ACTIVE_STATUSES, Appointment, OutboxMessage
@@ -34,6 +34,7 @@ __all__ = [
     "ArmRequest",
     "ClockRequest",
     "FaultsOut",
+    "LocationChange",
     "ProviderChange",
     "ServiceChange",
     "router",
@@ -141,6 +142,16 @@ class ProviderChange(BaseModel):
 
     organization_id: str = Field(min_length=1, max_length=100)
     provider_id: str = Field(min_length=1, max_length=100)
+    name: str = Field(min_length=1, max_length=200)
+
+
+class LocationChange(BaseModel):
+    """A location's new display name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    organization_id: str = Field(min_length=1, max_length=100)
+    location_id: str = Field(min_length=1, max_length=100)
     name: str = Field(min_length=1, max_length=200)
 
 
@@ -300,6 +311,20 @@ def change_provider(body: ProviderChange, runtime: RuntimeDep) -> Changed:
         provider.name = body.name
         session.add(provider)
     return Changed(id=body.provider_id, changed=["name"])
+
+
+@router.post(
+    "/location",
+    response_model=Changed,
+    responses=problem_responses("organization_not_found", "location_not_found"),
+)
+def change_location(body: LocationChange, runtime: RuntimeDep) -> Changed:
+    """Rename a location (a catalog change: bumps the catalog version)."""
+    with runtime.db.write() as session:
+        location = get_location(session, body.organization_id, body.location_id)
+        location.name = body.name
+        session.add(location)
+    return Changed(id=body.location_id, changed=["name"])
 
 
 @router.post(

@@ -78,6 +78,8 @@ class Report(BaseModel):
     stats_url: str | None = None
     status_url: str | None = None
     catalog_url: str | None = None
+    provider_url: str | None = None
+    location_url: str | None = None
     ok: bool
     summary: Summary
     duration_seconds: float
@@ -97,6 +99,8 @@ class Report(BaseModel):
         stats_url: str | None = None,
         status_url: str | None = None,
         catalog_url: str | None = None,
+        provider_url: str | None = None,
+        location_url: str | None = None,
         rate_limit_waited: float = 0.0,
     ) -> Report:
         """Assemble a report from the graded results."""
@@ -108,6 +112,8 @@ class Report(BaseModel):
             stats_url=stats_url,
             status_url=status_url,
             catalog_url=catalog_url,
+            provider_url=provider_url,
+            location_url=location_url,
             ok=counts[Verdict.FAIL] == 0,
             summary=Summary(
                 total=len(results),
@@ -161,6 +167,8 @@ async def run_battery(
     stats_url: str | None = None,
     status_url: str | None = None,
     catalog_url: str | None = None,
+    provider_url: str | None = None,
+    location_url: str | None = None,
     call_timeout: float = 10.0,
     errlog: IO[str] | None = None,
     clock: Callable[[], dt.datetime] = _utc_now,
@@ -170,7 +178,8 @@ async def run_battery(
 
     The platform hooks are optional (see `osbp.conformance.scenario`): `scenario_url` arms outcomes,
     `stats_url` counts the platform's create requests, `status_url` sets a booking's native status,
-    `catalog_url` reprices a service; a check that needs an absent hook is SKIP, never PASS.
+    `catalog_url` changes a service's price, fees or cancellation window, `provider_url` and `location_url`
+    rename a provider and a schedule; a check that needs an absent hook is SKIP, never PASS.
 
     The server's stderr goes to `errlog` (a temporary file by default, quoted when the start fails).
     `clock` dates the mandates; `nonce` makes this run's idempotency keys and mandate ids unique.
@@ -199,6 +208,8 @@ async def run_battery(
                 stats_url=stats_url,
                 status_url=status_url,
                 catalog_url=catalog_url,
+                provider_url=provider_url,
+                location_url=location_url,
             )
             await grade_tools(probe)
             # Taken first and retried last, so the token ages while the other checks run.
@@ -244,5 +255,7 @@ async def run_battery(
         stats_url=stats_url,
         status_url=status_url,
         catalog_url=catalog_url,
+        provider_url=provider_url,
+        location_url=location_url,
         rate_limit_waited=waited,
     )

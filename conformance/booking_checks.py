@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from osbp.conformance.approval_checks import grade_summary_bound
+from osbp.conformance.binding_checks import grade_binding
 from osbp.conformance.flows import book as _book
 from osbp.conformance.flows import challenge as _challenge
 from osbp.conformance.flows import receipt_problems as _receipt_problems
@@ -185,6 +186,8 @@ async def _boundaries(probe: Probe) -> None:
             refused.code == "price_exceeds_mandate",
             f"expected price_exceeds_mandate, got {refused.describe()}",
         )
+    for currency in ("JPY", "KWD"):
+        await _price_cap_in(probe, currency)
     with grader.check("boundary.window_exact_books"):
         window = {"earliest_start": format_wall_clock(slot.start), "latest_end": format_wall_clock(slot.end)}
         booked = await _book(probe, build.with_mandate(usd.id, **window))
@@ -193,6 +196,54 @@ async def _boundaries(probe: Probe) -> None:
         latest = format_wall_clock(slot.end - dt.timedelta(minutes=1))
         refused = await probe.wire.call(CREATE, build.with_mandate(usd.id, latest_end=latest))
         expect(refused.code == "slot_too_late", f"expected slot_too_late, got {refused.describe()}")
+
+
+async def _price_cap_in(probe: Probe, currency: str) -> None:
+    """The price boundaries in a currency of another exponent: the cap in that currency's minor units."""
+    service = probe.fixtures.services.fixed()[currency]
+    price, build = service.price, probe.payloads
+
+    def capped(minor: int) -> dict[str, Any]:
+        cap = {"amount_minor": minor, "currency": currency}
+        return build.with_mandate(service.id, max_price=cap, max_extra_fee={**cap, "amount_minor": 0})
+
+    with probe.grader.check(f"boundary.price_cap_{currency.lower()}"):
+        refused = await probe.wire.call(CREATE, capped(price.amount_minor - 1))
+        expect(
+            refused.code == "price_exceeds_mandate",
+            f"{price.amount_minor} {currency} under a cap of {price.amount_minor - 1}: expected "
+            f"price_exceeds_mandate, got {refused.describe()}",
+            expected="price_exceeds_mandate",
+            observed=refused.describe(),
+        )
+        booked = await _book(probe, capped(price.amount_minor))
+        expect(
+            booked.ok is True,
+            f"{price.amount_minor} {currency} under an equal cap did not book: {booked.describe()}",
+        )
+
+
+async def _free_gate(probe: Probe) -> None:
+    """A zero price bounds nothing away: the free service still gets the approval challenge, then books."""
+    check_id, free = "approval.free_service_gated", probe.fixtures.services.free
+    if free is None:
+        probe.grader.skipped(check_id, "the fixtures name no services.free")
+        return
+    with probe.grader.check(check_id):
+        payload = probe.payloads.create(free.id)
+        first, token = await _challenge(probe, payload)
+        expect(
+            first.code == "requires_user_confirmation" and first.problem.get("retryable") is True,
+            f"the first create of the free service {free.id} did not stop at the approval step: "
+            f"{first.describe()}",
+            expected="a retryable requires_user_confirmation with an approval token",
+            observed=first.describe(),
+        )
+        expect(token is not None, 'the free service\'s challenge carries no approval.token="…" instruction')
+        assert token is not None
+        booked = await probe.wire.call(CREATE, approved(payload, token))
+        problems = _receipt_problems(booked)
+        expect(not problems, "; ".join(problems))
 
 
 async def _verification(probe: Probe) -> None:
@@ -377,7 +428,9 @@ async def _other_reads(probe: Probe) -> None:
 async def grade_bookings(probe: Probe) -> None:
     """Run every booking-side check group in order."""
     await _happy_path(probe)
+    await _free_gate(probe)
     await _token_binding(probe)
+    await grade_binding(probe)
     await grade_summary_bound(probe)
     await _boundaries(probe)
     await _verification(probe)

@@ -175,6 +175,12 @@ CATALOG: tuple[Check, ...] = (
         "booking.create",
     ),
     _c(
+        "approval.free_service_gated",
+        "a free (zero-price) service still answers the approval challenge first, and books on the approved"
+        " retry",
+        "booking.create",
+    ),
+    _c(
         "approval.summary",
         "the approval summary names the service, the merchant-local time and the price with its currency",
         "booking.create",
@@ -250,10 +256,85 @@ CATALOG: tuple[Check, ...] = (
         "an approval token is refused for the same payload under another idempotency key",
         "booking.create (beyond the spec)",
     ),
+    # Binding on every payload field, one at a time (binding_checks.py).
+    _c(
+        "approval.token_bound_ids",
+        "an approval token approves nothing under its key once service_id, schedule_id or provider_id"
+        " changed",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_bound_slot",
+        "an approval token approves nothing under its key once the date or time changed",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_bound_customer",
+        "an approval token approves nothing under its key once any customer field changed (name, phone,"
+        " email, given or family name)",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_bound_mandate",
+        "an approval token approves nothing under its key once any mandate field changed (id, expiry,"
+        " actions, scope lists, window, caps, allow_policy_fee)",
+        "booking.create",
+    ),
+    _c(
+        "idempotency.conflict_ids",
+        "a settled key with another service_id, schedule_id or provider_id fails with idempotency_conflict",
+        _MANDATE,
+    ),
+    _c(
+        "idempotency.conflict_slot",
+        "a settled key with another date or time fails with idempotency_conflict",
+        _MANDATE,
+    ),
+    _c(
+        "idempotency.conflict_customer",
+        "a settled key with any customer field changed (name, phone, email, given or family name) fails"
+        " with idempotency_conflict",
+        _MANDATE,
+    ),
+    _c(
+        "idempotency.conflict_mandate",
+        "a settled key with any mandate field changed fails with idempotency_conflict",
+        _MANDATE,
+    ),
     _c(
         "approval.token_summary_bound",
         "an approval token is refused once the price it was shown with changed: the retry is re-challenged"
         " with a fresh summary showing the new price",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_summary_cancellation_fee",
+        "an approval token is refused once the cancellation fee it was shown with changed: the retry is"
+        " re-challenged with a fresh summary showing the new fee",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_summary_no_show_fee",
+        "an approval token is refused once the no-show fee it was shown with changed: the retry is"
+        " re-challenged with a fresh summary showing the new fee",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_summary_window",
+        "an approval token is refused once the cancellation window it was shown with changed: the retry is"
+        " re-challenged with a fresh summary showing the new window",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_summary_provider",
+        "an approval token is refused once the provider was renamed: the retry is re-challenged with a fresh"
+        " summary showing the new name",
+        "booking.create",
+    ),
+    _c(
+        "approval.token_summary_location",
+        "an approval token is refused once the location was renamed: the retry is re-challenged with a fresh"
+        " summary showing the new name",
         "booking.create",
     ),
     _c(
@@ -283,7 +364,18 @@ CATALOG: tuple[Check, ...] = (
         "Security and Privacy Considerations (beyond the spec)",
     ),
     # The mandate fail-closed matrix: the exact code on the first create call.
+    _c(
+        "mandate.missing_id",
+        "a mandate without an id (absent or empty) fails with invalid_mandate",
+        "Mandate Enforcement",
+    ),
     _c("mandate.expired", "an expired mandate fails with mandate_expired", _MANDATE),
+    _c(
+        "mandate.expires_offset",
+        "expires_at with an offset other than Z is the instant it names: two hours ahead at -05:00 holds,"
+        " two hours past at +05:00 fails with mandate_expired",
+        "BookingMandate",
+    ),
     _c(
         "mandate.naked_expires_at",
         "an expires_at without Z or offset fails with invalid_mandate",
@@ -305,7 +397,11 @@ CATALOG: tuple[Check, ...] = (
         "a service outside service_ids (or an empty list) fails with service_not_allowed",
         _MANDATE,
     ),
-    _c("mandate.schedule_scope", "a schedule outside schedule_ids fails with schedule_not_allowed", _MANDATE),
+    _c(
+        "mandate.schedule_scope",
+        "a schedule outside schedule_ids (or an empty list) fails with schedule_not_allowed",
+        _MANDATE,
+    ),
     _c(
         "mandate.provider_unknown",
         "an empty provider_id under provider_ids fails with provider_unknown",
@@ -313,7 +409,7 @@ CATALOG: tuple[Check, ...] = (
     ),
     _c(
         "mandate.provider_not_allowed",
-        "a provider outside provider_ids fails with provider_not_allowed",
+        "a provider outside provider_ids (or an empty list) fails with provider_not_allowed",
         _MANDATE,
     ),
     _c("mandate.slot_too_early", "a slot starting before earliest_start fails with slot_too_early", _MANDATE),
@@ -350,6 +446,12 @@ CATALOG: tuple[Check, ...] = (
         _MANDATE,
     ),
     _c(
+        "mandate.policy_fee_over_cap",
+        "with allow_policy_fee, a deposit one minor unit above max_extra_fee (below max_price) fails with"
+        " policy_fee_exceeds_mandate; an equal one reaches the challenge",
+        _MANDATE,
+    ),
+    _c(
         "mandate.consultation",
         "a consultation service fails with requires_consultation_handoff",
         _MANDATE,
@@ -369,6 +471,18 @@ CATALOG: tuple[Check, ...] = (
     _c(
         "boundary.price_cap_minus_one_refuses",
         "a max_price one minor unit below the price fails with price_exceeds_mandate",
+        "Mandate Enforcement (beyond the spec)",
+    ),
+    _c(
+        "boundary.price_cap_jpy",
+        "in JPY (exponent 0) a cap equal to the price books and one yen below fails with"
+        " price_exceeds_mandate",
+        "Mandate Enforcement (beyond the spec)",
+    ),
+    _c(
+        "boundary.price_cap_kwd",
+        "in KWD (exponent 3) a cap equal to the price books and one fils below fails with"
+        " price_exceeds_mandate",
         "Mandate Enforcement (beyond the spec)",
     ),
     _c(

@@ -2,6 +2,7 @@
 
     osbp conformance --server "<command line>" --fixtures <file.json> [--scenario-url <url>]
                      [--stats-url <url>] [--status-url <url>] [--catalog-url <url>]
+                     [--provider-url <url>] [--location-url <url>]
                      [--env KEY=VALUE ...] [--cwd DIR]
                      [--timeout S] [--server-log FILE] [--json]
     osbp conformance --url <http://host:port/mcp> [--token TOKEN] --fixtures <file.json> [hooks as above]
@@ -57,7 +58,15 @@ def _parser() -> argparse.ArgumentParser:
         "--status-url", metavar="URL", help="where to POST a native status for a booking the battery made"
     )
     parser.add_argument(
-        "--catalog-url", metavar="URL", help="where to POST a new price for the fixtures' repriced service"
+        "--catalog-url",
+        metavar="URL",
+        help="where to POST a new price, fee or cancellation window for the fixtures' repriced service",
+    )
+    parser.add_argument(
+        "--provider-url", metavar="URL", help="where to POST a new name for the repriced service's provider"
+    )
+    parser.add_argument(
+        "--location-url", metavar="URL", help="where to POST a new name for the repriced service's schedule"
     )
     parser.add_argument(
         "--env",
@@ -112,6 +121,8 @@ def _grade(
     stats_url: str | None,
     status_url: str | None,
     catalog_url: str | None,
+    provider_url: str | None = None,
+    location_url: str | None = None,
 ) -> Report | str:
     try:
         fixtures = load_fixtures(fixtures_path)
@@ -130,6 +141,8 @@ def _grade(
                 stats_url=stats_url,
                 status_url=status_url,
                 catalog_url=catalog_url,
+                provider_url=provider_url,
+                location_url=location_url,
                 call_timeout=args.timeout,
                 errlog=errlog,
             )
@@ -155,6 +168,8 @@ def main(argv: Sequence[str]) -> int:
                 stats_url=own.stats_url,
                 status_url=own.status_url,
                 catalog_url=own.catalog_url,
+                provider_url=own.provider_url,
+                location_url=own.location_url,
             )
     else:
         if not args.fixtures:
@@ -174,6 +189,8 @@ def main(argv: Sequence[str]) -> int:
             stats_url=args.stats_url,
             status_url=args.status_url,
             catalog_url=args.catalog_url,
+            provider_url=args.provider_url,
+            location_url=args.location_url,
         )
     if isinstance(outcome, str):
         print(f"osbp conformance: {outcome}", file=sys.stderr)

@@ -17,6 +17,10 @@ challenge and the approved retry, so concurrent battery runs on one platform may
 retries with a token that old at the end of its run and expects a fresh challenge. A TTL longer than the
 battery is willing to wait leaves that check skipped.
 
+`bound_facts` (optional) names, for each summary fact the binding checks change through the platform's
+hooks (a fee, the cancellation window, a provider's or schedule's name), a service no other check books,
+with the provider and schedule to book it with; see `BoundFacts`.
+
 `native_statuses` (optional) maps each native appointment status the platform can give a booking to the
 protocol status booking.status must answer; the battery sets each one through the platform's status hook
 (`--status-url`) on a booking of its own and reads it back.
@@ -54,6 +58,8 @@ __all__ = [
     "FIXTURE_FORMAT",
     "REFERENCE_FIXTURES",
     "AllDaySchedule",
+    "BoundFact",
+    "BoundFacts",
     "Customer",
     "DepositService",
     "FeesService",
@@ -337,6 +343,38 @@ class SlotFixture(_Strict):
         return self.start + dt.timedelta(minutes=self.duration_minutes)
 
 
+class BoundFact(_Strict):
+    """A fixed-price service in the cap's currency, payment none, bookable at the fixture date and time at
+    `schedule` (default: the fixture schedule) with `provider` (default: the in-scope provider), that no
+    other check books: a binding check changes one of its summary facts at any time."""
+
+    service: Id
+    schedule: Id | None = None
+    provider: Id | None = None
+
+
+class BoundFacts(_Strict):
+    """The service each summary-binding check changes a fact of (each optional: absent, its check is SKIP).
+
+    The provider of `provider_name` and the schedule of `location_name` are renamed, so both must be named
+    and be used by no other check.
+    """
+
+    cancellation_fee: BoundFact | None = None
+    no_show_fee: BoundFact | None = None
+    cancellation_window: BoundFact | None = None
+    provider_name: BoundFact | None = None
+    location_name: BoundFact | None = None
+
+    @model_validator(mode="after")
+    def _renamed_entities_named(self) -> BoundFacts:
+        if self.provider_name is not None and self.provider_name.provider is None:
+            raise ValueError("bound_facts.provider_name must name the provider it renames")
+        if self.location_name is not None and self.location_name.schedule is None:
+            raise ValueError("bound_facts.location_name must name the schedule it renames")
+        return self
+
+
 class Customer(_Strict):
     """A synthetic customer; the battery plays this person."""
 
@@ -367,6 +405,8 @@ class Fixtures(_Strict):
     #: A cap in the mandate currency that covers every fixed price of the services booked in that currency.
     max_price: Money
     services: Services
+    #: The services whose summary facts the binding checks change, one per fact (optional).
+    bound_facts: BoundFacts | None = None
     #: Native appointment status -> the protocol status booking.status must report for it.
     native_statuses: dict[Id, ProtocolStatus] = Field(default_factory=dict)
     #: How many seconds the graded server's approval tokens stay valid, when known (optional).

@@ -16,10 +16,15 @@ from osbp.conformance.payloads import CREATE, approval_token
 from osbp.conformance.probe import Probe
 from osbp.conformance.wallclock import format_wall_clock
 
-__all__ = ["Case", "Pair", "grade_mandates", "mandate_cases", "order_pairs"]
+__all__ = ["Case", "Pair", "at_offset", "grade_mandates", "mandate_cases", "order_pairs"]
 
 #: The code of the fail-closed (terminal) form of requires_user_confirmation.
 _FAIL_CLOSED = "requires_user_confirmation"
+#: The code of the final-confirmation challenge (retryable, with a token): a mandate that holds gets it.
+_CHALLENGE = "requires_user_confirmation"
+#: How far from now the offset-carrying expiries lie, and the offset they are written with.
+_EXPIRY_SHIFT = dt.timedelta(hours=2)
+_OFFSET_HOURS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +60,15 @@ def mandate_cases(probe: Probe) -> list[Case]:
     def case(check_id: str, code: str, *payloads: dict[str, Any]) -> Case:
         return Case(check_id, code, payloads)
 
+    without_id = build.mandate(usd.id)
+    del without_id["id"]
     return [
+        case(
+            "mandate.missing_id",
+            "invalid_mandate",
+            build.create(usd.id, mandate=without_id),
+            usd_with(id=""),
+        ),
         case("mandate.expired", "mandate_expired", usd_with(expires_at=build.expires_at(days=-1))),
         case(
             "mandate.naked_expires_at", "invalid_mandate", usd_with(expires_at=build.expires_at().rstrip("Z"))
@@ -84,12 +97,14 @@ def mandate_cases(probe: Probe) -> list[Case]:
             "mandate.schedule_scope",
             "schedule_not_allowed",
             usd_with(schedule_ids=[f"{fixtures.schedule.id}_elsewhere"]),
+            usd_with(schedule_ids=[]),
         ),
         case("mandate.provider_unknown", "provider_unknown", build.create(usd.id, provider_id="")),
         case(
             "mandate.provider_not_allowed",
             "provider_not_allowed",
             build.create(usd.id, provider_id=fixtures.providers.other),
+            usd_with(provider_ids=[]),
         ),
         case(
             "mandate.slot_too_early",
@@ -258,6 +273,64 @@ async def _grade_order(probe: Probe) -> None:
         expect(not problems, summarize(problems), expected=first[0], observed=first[1])
 
 
+def at_offset(instant: dt.datetime, hours: int) -> str:
+    """`instant` written with the UTC offset `hours` (never Z)."""
+    local = instant.astimezone(dt.timezone(dt.timedelta(hours=hours)))
+    return local.isoformat(timespec="seconds")
+
+
+async def _grade_expiry_offsets(probe: Probe) -> None:
+    """An expires_at with an offset is the instant it names: read without it, each verdict flips."""
+    build, usd = probe.payloads, probe.fixtures.services.fixed_usd.id
+    # Two hours ahead written at -05:00 reads three hours past without the offset; two hours past
+    # written at +05:00 reads three hours ahead.
+    ahead = at_offset(build.now + _EXPIRY_SHIFT, -_OFFSET_HOURS)
+    behind = at_offset(build.now - _EXPIRY_SHIFT, _OFFSET_HOURS)
+    with probe.grader.check("mandate.expires_offset"):
+        valid = await probe.wire.call(CREATE, build.with_mandate(usd, expires_at=ahead))
+        expect(
+            valid.code == _CHALLENGE and approval_token(valid.message) is not None,
+            f"a mandate expiring at {ahead} (two hours from now) did not reach the approval challenge: "
+            f"{valid.describe()}",
+            expected="requires_user_confirmation with an approval token",
+            observed=valid.describe(),
+        )
+        expired = await probe.wire.call(CREATE, build.with_mandate(usd, expires_at=behind))
+        expect(
+            expired.code == "mandate_expired",
+            f"a mandate that expired at {behind} (two hours ago) was not refused: {expired.describe()}",
+            expected="mandate_expired",
+            observed=expired.describe(),
+        )
+
+
+async def _grade_fee_cap(probe: Probe) -> None:
+    """max_extra_fee caps a required deposit on its own (below max_price): one minor unit under refuses."""
+    build, deposit = probe.payloads, probe.fixtures.services.deposit
+    amount = deposit.deposit
+
+    def capped(minor: int) -> dict[str, Any]:
+        fee = {"amount_minor": minor, "currency": amount.currency}
+        return build.with_mandate(deposit.id, allow_policy_fee=True, max_extra_fee=fee)
+
+    with probe.grader.check("mandate.policy_fee_over_cap"):
+        over = await probe.wire.call(CREATE, capped(amount.amount_minor - 1))
+        expect(
+            over.code == "policy_fee_exceeds_mandate",
+            f"a deposit of {amount.amount_minor} under max_extra_fee {amount.amount_minor - 1}: "
+            f"expected policy_fee_exceeds_mandate, got {over.describe()}",
+            expected="policy_fee_exceeds_mandate",
+            observed=over.describe(),
+        )
+        equal = await probe.wire.call(CREATE, capped(amount.amount_minor))
+        expect(
+            equal.code == _CHALLENGE and approval_token(equal.message) is not None,
+            f"a deposit equal to max_extra_fee did not reach the approval challenge: {equal.describe()}",
+            expected="requires_user_confirmation with an approval token",
+            observed=equal.describe(),
+        )
+
+
 async def grade_mandates(probe: Probe) -> None:
     """Run the matrix, one first call per payload."""
     for case in mandate_cases(probe):
@@ -279,4 +352,6 @@ async def grade_mandates(probe: Probe) -> None:
                         approval_token(exchange.message) is None,
                         "the fail-closed requires_user_confirmation must carry no approval token",
                     )
+    await _grade_expiry_offsets(probe)
+    await _grade_fee_cap(probe)
     await _grade_order(probe)

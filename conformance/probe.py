@@ -35,3 +35,6 @@ class Probe:
     status_url: str | None = None
     #: The platform's catalog hook that reprices a service (`--catalog-url`), when given.
     catalog_url: str | None = None
+    #: The platform's hooks that rename a provider and a schedule (`--provider-url`, `--location-url`).
+    provider_url: str | None = None
+    location_url: str | None = None

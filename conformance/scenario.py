@@ -2,7 +2,7 @@
 optional).
 
 A black-box battery over MCP cannot see the platform behind the server, so a fixture may come with up to
-four test-only HTTP hooks on the platform (documented in docs/conformance.md):
+six test-only HTTP hooks on the platform (documented in docs/conformance.md):
 
 - the scenario URL: `POST <scenario-url>` with JSON `{"organization_id": "<fixture org>", "outcome":
   "slot_taken" | "rate_limited"}`; any 2xx answer means the outcome is armed and the platform's next
@@ -13,9 +13,12 @@ four test-only HTTP hooks on the platform (documented in docs/conformance.md):
   whose integer `appointments` counts the appointments it holds (created, whatever their status).
 - the status URL: `POST <status-url>` with JSON `{"organization_id", "booking_id", "status": "<native>"}`;
   any 2xx answer means the booking now has that native status on the platform.
-- the catalog URL: `POST <catalog-url>` with JSON `{"organization_id", "service_id", "price_amount":
-  "<decimal>"}` (the price in the currency's major unit with its ISO 4217 decimals, "123.45" for USD);
-  any 2xx answer means the service now has that price on the platform, for every later read and create.
+- the catalog URL: `POST <catalog-url>` with JSON `{"organization_id", "service_id"}` plus one of
+  `"price_amount"`, `"cancellation_fee"`, `"no_show_fee"` (a decimal in the currency's major unit with its
+  ISO 4217 decimals, "123.45" for USD) or `"cancellation_window_minutes"` (an integer); any 2xx answer
+  means the service now has that value on the platform, for every later read and create.
+- the provider and location URLs: `POST <url>` with JSON `{"organization_id", "provider_id" | "location_id",
+  "name"}`; any 2xx answer means every later read and create shows that provider's or schedule's new name.
 
 Each function answers the value or None on success, else a one-line reason (never raises).
 """
@@ -23,6 +26,7 @@ Each function answers the value or None on success, else a one-line reason (neve
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import anyio
@@ -30,7 +34,16 @@ import httpx2
 
 from osbp.conformance.wire import RATE_LIMIT_PATIENCE, retry_delay
 
-__all__ = ["Outcome", "appointments", "arm", "create_requests", "set_native_status", "set_price"]
+__all__ = [
+    "Outcome",
+    "appointments",
+    "arm",
+    "change_service",
+    "create_requests",
+    "rename",
+    "set_native_status",
+    "set_price",
+]
 
 Outcome = Literal["slot_taken", "rate_limited"]
 
@@ -66,7 +79,9 @@ def _retry_after(header: str | None, attempt: int) -> float:
         return retry_delay("", attempt)
 
 
-async def _post(url: str, name: str, body: dict[str, str], *, doing: str, call_timeout: float) -> str | None:
+async def _post(
+    url: str, name: str, body: Mapping[str, str | int], *, doing: str, call_timeout: float
+) -> str | None:
     """POST `body` to a hook; None on any 2xx, else why not."""
     response = await _request("POST", url, name, call_timeout=call_timeout, body=body)
     if isinstance(response, str):
@@ -132,3 +147,19 @@ async def set_price(
     """Give the service the price `price_amount` (major units, e.g. "123.45"); None when set, else why not."""
     body = {"organization_id": organization_id, "service_id": service_id, "price_amount": price_amount}
     return await _post(url, "catalog URL", body, doing=f"repricing {service_id}", call_timeout=call_timeout)
+
+
+async def change_service(
+    url: str, organization_id: str, service_id: str, field: str, value: str | int, *, call_timeout: float
+) -> str | None:
+    """Give the service's `field` (a price or fee in major units, or the window in minutes) `value`."""
+    body: dict[str, str | int] = {"organization_id": organization_id, "service_id": service_id, field: value}
+    return await _post(url, "catalog URL", body, doing=f"changing {field}", call_timeout=call_timeout)
+
+
+async def rename(
+    url: str, organization_id: str, kind: str, entity_id: str, name: str, *, call_timeout: float
+) -> str | None:
+    """Rename the `kind` ("provider" or "location") `entity_id` to `name`; None when renamed, else why not."""
+    body: dict[str, str | int] = {"organization_id": organization_id, f"{kind}_id": entity_id, "name": name}
+    return await _post(url, f"{kind} URL", body, doing=f"renaming {entity_id}", call_timeout=call_timeout)

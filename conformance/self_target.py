@@ -4,7 +4,8 @@
 `osbp.backend.serving.PlatformServer`, a context manager with `.base_url`) and yields how to start this
 project's MCP server against it, the shipped fixture file, and the platform's hooks: the arm endpoint as the
 scenario URL, the organization's stats as the stats URL, the native-status endpoint as the status URL, and
-the service-change endpoint as the catalog URL.
+the service-change endpoint as the catalog URL, and the provider- and location-rename endpoints as the
+provider and location URLs.
 
 The server runs with a short approval-token lifetime (:data:`SELF_APPROVAL_TTL_SECONDS`), and the fixture
 file handed to the battery is the shipped one plus that `approval_ttl_seconds`, so the expiry check runs
@@ -37,6 +38,8 @@ ARM_PATH = "/_testing/arm"
 STATS_PATH = "/_testing/stats"
 STATUS_PATH = "/_testing/appointment-status"
 CATALOG_PATH = "/_testing/service"
+PROVIDER_PATH = "/_testing/provider"
+LOCATION_PATH = "/_testing/location"
 #: The approval-token lifetime of the graded server: longer than any other check's challenge-to-retry
 #: (a few calls, some of which may wait on the platform), shorter than what the battery waits (~a run).
 SELF_APPROVAL_TTL_SECONDS = 5.0
@@ -54,6 +57,8 @@ class SelfTarget:
     stats_url: str
     status_url: str
     catalog_url: str
+    provider_url: str
+    location_url: str
 
 
 def _free_port() -> int:
@@ -156,4 +161,6 @@ def self_target(settings: BackendSettings | None = None, *, transport: str = "st
                 stats_url=f"{base_url}{STATS_PATH}?organization_id={organization_id}",
                 status_url=base_url + STATUS_PATH,
                 catalog_url=base_url + CATALOG_PATH,
+                provider_url=base_url + PROVIDER_PATH,
+                location_url=base_url + LOCATION_PATH,
             )

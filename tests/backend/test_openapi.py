@@ -206,6 +206,7 @@ _REMOTE: dict[str, Any] = {
 _STATUS_BODY = {"organization_id": ORG, "booking_id": "apt_none", "status": "cancelled"}
 _TESTING_SERVICE = {"organization_id": ORG, "service_id": "carolyns_dental_cleaning", "name": "Cleaning"}
 _TESTING_PROVIDER = {"organization_id": ORG, "provider_id": "carolyns_dental_dr_reyes", "name": "Dr. R."}
+_TESTING_LOCATION = {"organization_id": ORG, "location_id": "carolyns_dental_midtown", "name": "Midtown"}
 _AVAILABILITY = f"{ORG_URL}/availability?service_id=carolyns_dental_cleaning&date={DAY}"
 _ORGS = "/api/organizations"
 _ORG_T = "/api/organizations/{organization_id}"
@@ -421,6 +422,14 @@ PROVOKE: dict[tuple[str, str, int, str | None], Callable[[TestClient], Any]] = {
     ),
     ("POST", "/_testing/provider", 404, "provider_not_found"): lambda c: c.post(
         "/_testing/provider", json=_TESTING_PROVIDER | {"provider_id": "nope"}
+    ),
+    ("POST", "/_testing/location", 200, None): lambda c: c.post("/_testing/location", json=_TESTING_LOCATION),
+    ("POST", "/_testing/location", 400, "invalid_request"): lambda c: c.post("/_testing/location", json={}),
+    ("POST", "/_testing/location", 404, "organization_not_found"): lambda c: c.post(
+        "/_testing/location", json=_TESTING_LOCATION | {"organization_id": "nope"}
+    ),
+    ("POST", "/_testing/location", 404, "location_not_found"): lambda c: c.post(
+        "/_testing/location", json=_TESTING_LOCATION | {"location_id": "nope"}
     ),
     ("POST", "/_testing/appointment-status", 200, None): lambda c: c.post(
         "/_testing/appointment-status", json=_STATUS_BODY | {"booking_id": _book(c, "16:00")}

@@ -152,6 +152,40 @@ def test_renaming_a_provider_changes_every_offer_token(client):
     assert fresh["offer_token"] != slot["offer_token"]
 
 
+def test_renaming_a_location_changes_every_offer_token(client):
+    """Platform choice: the offer token covers the names an offer is shown with (here the location's)."""
+    slot, version = _slot(client)
+    renamed = client.post(
+        "/_testing/location",
+        json={
+            "organization_id": "carolyns_dental",
+            "location_id": "carolyns_dental_midtown",
+            "name": "Uptown",
+        },
+    )
+    assert renamed.json() == {"id": "carolyns_dental_midtown", "changed": ["name"]}
+    fresh, fresh_version = _slot(client)
+    assert (fresh["location_name"], fresh_version != version) == ("Uptown", True)
+    assert fresh["offer_token"] != slot["offer_token"]
+
+
+def test_changing_fees_and_the_cancellation_window_is_seen_by_the_next_read(client):
+    """Platform choice: the service change surface edits each policy field the conformance battery binds."""
+    change = {
+        "organization_id": "carolyns_dental",
+        "service_id": "carolyns_dental_cleaning",
+        "cancellation_fee": "12.34",
+        "no_show_fee": "56.78",
+        "cancellation_window_minutes": 420,
+    }
+    answer = client.post("/_testing/service", json=change)
+    assert answer.json()["changed"] == ["cancellation_fee", "cancellation_window_minutes", "no_show_fee"]
+    policy = client.get(SERVICE).json()["policy"]
+    cancellation = policy["cancellation"]
+    assert (cancellation["fee"]["amount"], cancellation["window_minutes"]) == ("12.34", 420)
+    assert policy["no_show_fee"]["amount"] == "56.78"
+
+
 def test_the_service_change_surface_refuses_an_unknown_service(client):
     """Platform choice: the test surface answers an unknown id with the catalog's own 404."""
     response = client.post(

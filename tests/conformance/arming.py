@@ -4,8 +4,11 @@ It honors the documented hook contracts: `POST .../arm` `{"organization_id", "ou
 writes the outcome to the file the toy reads with `--arm-file`, consumed once; `GET .../stats` answers
 `{"create_requests": n}` from the count the toy keeps in its `--stats-file`; `POST .../appointment-status`
 `{"organization_id", "booking_id", "status"}` records the native status in the JSON the toy reads with
-`--status-file`; `POST .../service` `{"organization_id", "service_id", "price_amount"}` records the
-price (in minor units) in the JSON the toy reads with `--catalog-file`.
+`--status-file`; `POST .../service` `{"organization_id", "service_id"}` plus any of `price_amount`,
+`cancellation_fee`, `no_show_fee` (USD decimals) and `cancellation_window_minutes`, and `POST .../provider`
+or `.../location` `{"organization_id", "provider_id" | "location_id", "name"}` record the change in the
+JSON the toy reads with `--catalog-file` (`{"services": {id: {field: minor units or minutes}},
+"providers": {id: name}, "locations": {id: name}}`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 OUTCOMES = {"slot_taken", "rate_limited"}
-NATIVE_STATUSES = {"confirmed", "pending", "cancelled", "no_show", "completed"}
+NATIVE_STATUSES = {"confirmed", "pending", "cancelled", "no_show", "completed", "archived"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,33 @@ class ScenarioEndpoint:
     status_file: Path | None = None
     catalog_url: str = ""
     catalog_file: Path | None = None
+    provider_url: str = ""
+    location_url: str = ""
+
+
+#: The catalog hook's fields: money in USD decimals (stored in cents), the window in minutes.
+_MONEY_FIELDS = {
+    "price_amount": "amount",
+    "cancellation_fee": "cancellation_fee",
+    "no_show_fee": "no_show_fee",
+}
+
+
+def _catalog_change(body: dict[str, object]) -> tuple[str, str, object] | None:
+    """(section, id, change) for a well-formed catalog, provider or location change, else None."""
+    for key, section in (("provider_id", "providers"), ("location_id", "locations")):
+        if isinstance(body.get(key), str) and isinstance(body.get("name"), str):
+            return section, str(body[key]), body["name"]
+    if not isinstance(body.get("service_id"), str):
+        return None
+    change: dict[str, int] = {}
+    for field, stored in _MONEY_FIELDS.items():
+        if isinstance(body.get(field), str):
+            change[stored] = int(Decimal(str(body[field])) * 100)
+    window = body.get("cancellation_window_minutes")
+    if isinstance(window, int):
+        change["window_minutes"] = window
+    return ("services", str(body["service_id"]), change) if change else None
 
 
 def _read_json(path: Path, default: object) -> object:
@@ -72,14 +102,17 @@ def scenario_endpoint(arm_file: Path, organization_id: str = "conformance_co") -
             except ValueError:
                 body = None
             ours = isinstance(body, dict) and body.get("organization_id") == organization_id
-            if self.path.startswith("/_testing/service"):
-                if not (ours and isinstance(body.get("price_amount"), str) and body.get("service_id")):
+            if self.path.startswith(("/_testing/service", "/_testing/provider", "/_testing/location")):
+                change = _catalog_change(body) if ours else None
+                if change is None:
                     self._answer(422)
                     return
-                prices = _read_json(catalog_file, {})
-                assert isinstance(prices, dict)
-                prices[str(body["service_id"])] = int(Decimal(body["price_amount"]) * 100)
-                catalog_file.write_text(json.dumps(prices), encoding="utf-8")
+                section, key, value = change
+                catalog = _read_json(catalog_file, {})
+                assert isinstance(catalog, dict)
+                entries = catalog.setdefault(section, {})
+                entries[key] = {**entries.get(key, {}), **value} if isinstance(value, dict) else value
+                catalog_file.write_text(json.dumps(catalog), encoding="utf-8")
                 self._answer(200, body)
                 return
             if self.path.startswith("/_testing/appointment-status"):
@@ -117,6 +150,8 @@ def scenario_endpoint(arm_file: Path, organization_id: str = "conformance_co") -
             status_file=status_file,
             catalog_url=f"{base}/service",
             catalog_file=catalog_file,
+            provider_url=f"{base}/provider",
+            location_url=f"{base}/location",
         )
     finally:
         server.shutdown()

@@ -23,7 +23,7 @@ def _server(*flags: str) -> str:
 @pytest.mark.integration
 def test_osbp_conformance_grades_the_toy_server_pass_with_exit_0(scenario, tmp_path):
     """Platform choice (docs/conformance.md): one line per check under its spec section, the final PASS line,
-    exit status 0 when nothing failed; the four platform hooks are flags, the token lifetime a fixture."""
+    exit status 0 when nothing failed; the six platform hooks are flags, the token lifetime a fixture."""
     toy = _server(
         "--arm-file", str(scenario.arm_file),
         "--stats-file", str(scenario.stats_file),
@@ -40,6 +40,8 @@ def test_osbp_conformance_grades_the_toy_server_pass_with_exit_0(scenario, tmp_p
         "--stats-url", scenario.stats_url,
         "--status-url", scenario.status_url,
         "--catalog-url", scenario.catalog_url,
+        "--provider-url", scenario.provider_url,
+        "--location-url", scenario.location_url,
         "--timeout", "10",
     ]  # fmt: skip
     run = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
@@ -72,6 +74,11 @@ def test_json_output_of_a_broken_server_exits_1_naming_the_failed_check(capsys, 
         "idempotency.replay_offline",
         "status.native_mapping",
         "approval.token_summary_bound",
+        "approval.token_summary_cancellation_fee",
+        "approval.token_summary_no_show_fee",
+        "approval.token_summary_window",
+        "approval.token_summary_provider",
+        "approval.token_summary_location",
         "approval.token_expired",
         *CHECK_IDS,  # the toy keeps the token path: no confirmation through the host
         *FORMAT_2_CHECKS,  # the toy's own file is format 1

@@ -6,7 +6,7 @@ import datetime as dt
 from typing import cast
 
 from osbp.conformance.grading import Grader
-from osbp.conformance.mandate_checks import mandate_cases
+from osbp.conformance.mandate_checks import at_offset, mandate_cases
 from osbp.conformance.payloads import Payloads, approval_token, approved
 from osbp.conformance.probe import Probe
 from osbp.conformance.wire import Wire
@@ -68,3 +68,25 @@ def test_each_matrix_row_changes_one_thing_from_the_default(fixtures):
         "conformance_fixed_gbp",
     ]
     assert cases["mandate.unknown_payment"].code == "requires_user_confirmation"
+
+
+def test_the_scope_rows_try_an_empty_list_and_the_id_row_a_mandate_without_one(fixtures):
+    """OSBP spec, BookingMandate: an empty allow-list allows nothing; Mandate Enforcement: the mandate has
+    an id."""
+    build = Payloads(fixtures, now=NOW, nonce="n")
+    probe = Probe(cast(Wire, None), fixtures, Grader(), build, scenario_url=None, call_timeout=1)
+    cases = {case.check_id: case for case in mandate_cases(probe)}
+    assert cases["mandate.schedule_scope"].payloads[-1]["mandate"]["schedule_ids"] == []
+    assert cases["mandate.provider_not_allowed"].payloads[-1]["mandate"]["provider_ids"] == []
+    without, empty = cases["mandate.missing_id"].payloads
+    assert "id" not in without["mandate"]
+    assert empty["mandate"]["id"] == ""
+
+
+def test_an_offset_expiry_read_without_its_offset_flips_its_verdict():
+    """OSBP spec, BookingMandate: expires_at is an instant; dropping its offset moves it by hours."""
+    ahead = at_offset(NOW + dt.timedelta(hours=2), -5)
+    behind = at_offset(NOW - dt.timedelta(hours=2), 5)
+    assert (ahead, behind) == ("2030-04-01T09:00:00-05:00", "2030-04-01T15:00:00+05:00")
+    as_utc = [dt.datetime.fromisoformat(value[:19]).replace(tzinfo=dt.UTC) for value in (ahead, behind)]
+    assert as_utc[0] < NOW < as_utc[1]

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
 
-from osbp.conformance.scenario import appointments, arm, create_requests, set_native_status, set_price
+from osbp.conformance.scenario import (
+    appointments,
+    arm,
+    change_service,
+    create_requests,
+    rename,
+    set_native_status,
+    set_price,
+)
 from tests.conformance.arming import scenario_endpoint
 
 pytestmark = pytest.mark.anyio
@@ -80,9 +89,47 @@ async def test_the_catalog_hook_reprices_a_service_or_says_why_not(tmp_path):
             endpoint.catalog_url, "elsewhere", "conformance_repriced", "1.00", call_timeout=5
         )
         assert endpoint.catalog_file is not None
-        assert endpoint.catalog_file.read_text(encoding="utf-8") == '{"conformance_repriced": 12345}'
+        recorded = json.loads(endpoint.catalog_file.read_text(encoding="utf-8"))
+    assert recorded == {"services": {"conformance_repriced": {"amount": 12345}}}
     assert repriced is None
     assert refused == "the catalog URL answered HTTP 422 when repricing conformance_repriced"
+
+
+async def test_the_catalog_hook_changes_fees_and_the_window_and_the_rename_hooks_rename(tmp_path):
+    """Platform choice (docs/conformance.md): the catalog hook takes one fee or the window per change, the
+    provider and location hooks a new name; 2xx means changed, anything else is the reason."""
+    with scenario_endpoint(tmp_path / "armed") as endpoint:
+        service = "conformance_binding_window"
+        answers = [
+            await change_service(
+                endpoint.catalog_url, "conformance_co", service, field, value, call_timeout=5
+            )
+            for field, value in (("cancellation_fee", "12.34"), ("cancellation_window_minutes", 420))
+        ]
+        answers += [
+            await rename(url, "conformance_co", kind, entity, "New Name", call_timeout=5)
+            for url, kind, entity in (
+                (endpoint.provider_url, "provider", "conformance_provider_renamed"),
+                (endpoint.location_url, "location", "conformance_annex"),
+            )
+        ]
+        refused = await rename(
+            endpoint.provider_url,
+            "elsewhere",
+            "provider",
+            "conformance_provider_renamed",
+            "X",
+            call_timeout=5,
+        )
+        assert endpoint.catalog_file is not None
+        recorded = json.loads(endpoint.catalog_file.read_text(encoding="utf-8"))
+    assert answers == [None] * 4
+    assert recorded == {
+        "services": {service: {"cancellation_fee": 1234, "window_minutes": 420}},
+        "providers": {"conformance_provider_renamed": "New Name"},
+        "locations": {"conformance_annex": "New Name"},
+    }
+    assert refused == "the provider URL answered HTTP 422 when renaming conformance_provider_renamed"
 
 
 async def test_the_appointment_count_is_optional_in_the_stats(tmp_path):

@@ -40,6 +40,8 @@ async def test_this_projects_server_passes_every_check_twice_in_a_row_against_on
                 stats_url=own.stats_url,
                 status_url=own.status_url,
                 catalog_url=own.catalog_url,
+                provider_url=own.provider_url,
+                location_url=own.location_url,
             )
             for _ in range(2)
         ]

@@ -8,8 +8,9 @@ The platform matches `conformance/fixture_files/osbp-reference.json`. `--arm-fil
 (`slot_taken` or `rate_limited`), when present, fails the next approved create once and is removed: the
 tests' scenario endpoint writes it. `--stats-file` is where the toy counts the creates that reach its
 platform; `--status-file` is a JSON object of native statuses by booking id (the tests' hooks read and
-write them); `--catalog-file` is a JSON object of prices (minor units) by service id that overrides the
-built-in ones, read on every call. `--approval-ttl` makes approval tokens expire that many seconds after
+write them); `--catalog-file` is a JSON object of catalog changes (prices, fees and cancellation windows by
+service id, provider and location names by id; see `arming.py`) that override the built-in ones, read on
+every call. `--approval-ttl` makes approval tokens expire that many seconds after
 their challenge (default: never, as the fixtures name no lifetime). Broken variants:
 
     no_mandate_check       books without validating the mandate (the approval gate still runs)
@@ -23,7 +24,7 @@ their challenge (default: never, as the fixtures name no lifetime). Broken varia
     wrong_code_accepted    books with any verification code
     fixed_offset           converts wall-clock to instants with a fixed UTC-04:00 offset, ignoring DST
     status_collapsed       reports every native status as booked
-    token_not_bound_to_summary  accepts a token after the price in its summary changed
+    token_not_bound_to_summary  accepts a token after a fact of its summary changed
     token_never_expires    accepts a token whatever its age
 
 Deliberately self-contained (no import from the project or the battery), so it grades nothing by sharing
@@ -82,7 +83,13 @@ ORG = {
     "country": "US",
 }
 SCHEDULE = {"id": "conformance_main", "name": "Conformance Main", "latitude": 40.7033, "longitude": -74.017}
-PROVIDERS = {"conformance_provider_ada": "Ada Fixture", "conformance_provider_grace": "Grace Fixture"}
+LOCATIONS = {"conformance_main": "Conformance Main", "conformance_annex": "Conformance Annex"}
+PROVIDERS = {
+    "conformance_provider_ada": "Ada Fixture",
+    "conformance_provider_grace": "Grace Fixture",
+    "conformance_provider_binding": "Bea Binding",
+    "conformance_provider_renamed": "Rene Renamed",
+}
 EXPONENTS = {"USD": 2, "EUR": 2, "GBP": 2, "JPY": 0, "KWD": 3}
 HOURS = [{"day": day, "open": "09:00", "close": "17:00"} for day in range(1, 6)]
 STARTS = ("09:00", "10:30", "14:00")
@@ -101,6 +108,7 @@ class Service:
     verification: str = "none"
     cancellation_fee: int | None = None
     no_show_fee: int | None = None
+    window_minutes: int = 360
 
 
 SERVICES = {
@@ -119,6 +127,13 @@ SERVICES = {
     "conformance_unknown_payment": Service("Unknown payment requirement", 9500, payment="unknown"),
     "conformance_verification": Service("SMS verification", 9500, verification="sms"),
     "conformance_repriced": Service("Repriced fixture", 9500),
+    "conformance_free": Service("Free fixture", 0),
+    "conformance_fees": Service("Fees fixture", 6000, cancellation_fee=1500, no_show_fee=3000),
+    "conformance_binding_cancellation_fee": Service("Cancellation fee binding", 6000, cancellation_fee=1500),
+    "conformance_binding_no_show_fee": Service("No-show fee binding", 6000, no_show_fee=2500),
+    "conformance_binding_window": Service("Cancellation window binding", 6000),
+    "conformance_binding_provider": Service("Provider binding", 6000),
+    "conformance_binding_location": Service("Location binding", 6000),
 }
 DURATION = dt.timedelta(minutes=45)
 
@@ -182,11 +197,20 @@ class Toy:
     def service(self, service_id: str | None) -> Service:
         if service_id not in SERVICES:
             raise Fail("service_not_found", f"No service {service_id!r}.")
-        service = SERVICES[service_id]
-        if self.catalog_file is not None and self.catalog_file.exists():
-            prices = json.loads(self.catalog_file.read_text(encoding="utf-8"))
-            service = dataclasses.replace(service, amount=prices.get(service_id, service.amount))
-        return service
+        changes = self.catalog().get("services", {}).get(service_id, {})
+        return dataclasses.replace(SERVICES[service_id], **changes)
+
+    def catalog(self) -> dict[str, Any]:
+        """The catalog changes the tests' hooks recorded (see `arming.py`)."""
+        if self.catalog_file is None or not self.catalog_file.exists():
+            return {}
+        changes: dict[str, Any] = json.loads(self.catalog_file.read_text(encoding="utf-8"))
+        return changes
+
+    def named(self, section: str, entity_id: str, names: dict[str, str]) -> str:
+        """The current display name of a provider or location (a renamed one's new name)."""
+        renamed: dict[str, str] = self.catalog().get(section, {})
+        return renamed.get(entity_id) or names.get(entity_id, entity_id)
 
     def money(self, amount: int | None, currency: str, kind: str = "fixed") -> dict[str, Any]:
         if amount is None:
@@ -239,7 +263,7 @@ class Toy:
                 "schedule_longitude": SCHEDULE["longitude"],
                 "schedule_hours": HOURS,
                 "provider_id": provider,
-                "provider_name": PROVIDERS[provider],
+                "provider_name": self.named("providers", provider, PROVIDERS),
                 "service_id": service_id,
                 **self.times(dt.datetime.combine(date, dt.time.fromisoformat(start))),
                 "price": self.money(service.amount, service.currency, service.kind),
@@ -262,7 +286,7 @@ class Toy:
         return fees | {
             "service_id": service_id,
             "cancellation_enabled": True,
-            "cancellation_window": "PT6H",
+            "cancellation_window": f"PT{service.window_minutes}M",
             "cancellation_note": "Cancel at least 6 hours before the appointment.",
             "late_grace": "PT15M",
             "payment_requirement": service.payment,
@@ -330,6 +354,13 @@ class Toy:
             raise fail("requires_payment_handoff", "This service requires payment; hand off.")
         if service.payment == "unknown":
             raise fail("requires_user_confirmation", "The payment requirement is unknown.", None)
+        fee_cap = mandate.get("max_extra_fee")
+        if service.payment in ("deposit", "full_prepay") and isinstance(fee_cap, dict):
+            required = service.deposit if service.payment == "deposit" else (service.amount or 0)
+            if fee_cap.get("currency") != service.currency:
+                raise fail("currency_mismatch", "The required payment's currency differs from max_extra_fee.")
+            if required > fee_cap.get("amount_minor", -1):
+                raise fail("policy_fee_exceeds_mandate", "The required payment exceeds max_extra_fee.")
 
     def summary(self, args: dict[str, Any], service: Service) -> str:
         """The approval summary, part by part; a `summary_without_<part>` break leaves that part out."""
@@ -352,13 +383,14 @@ class Toy:
             "date": f"on {args['date']}",
             "time": f"at {args['time']}",
             "timezone": f"({ORG['timezone']})",
-            "provider": f"with {PROVIDERS.get(args['provider_id'], args['provider_id'])}",
-            "location": f"at {SCHEDULE['name']}",
+            "provider": f"with {self.named('providers', args['provider_id'], PROVIDERS)}",
+            "location": f"at {self.named('locations', args['schedule_id'], LOCATIONS)}",
             "price": f"for {display}."
             if "summary_without_currency" not in self.breaks
             else f"for {display[4:]}.",
             "payment": payment,
             "fees": fees,
+            "window": f"Free cancellation up to {service.window_minutes // 60} hours before the appointment.",
             "customer_name": f"The merchant will see the customer name {customer.get('display_name')}.",
         }
         dropped = {name.removeprefix("summary_without_") for name in self.breaks}

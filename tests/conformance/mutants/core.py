@@ -22,7 +22,7 @@ from osbp.protocol.contract import Success
 from osbp.protocol.idempotency import LOCAL_CACHE_REPLAY
 from osbp.protocol.mandate import check_requested_wall_clock
 from osbp.protocol.models import BookingCreateInput, Problem, Receipt
-from osbp.protocol.money import fixed_amount
+from osbp.protocol.money import fixed_amount, minor_unit_exponent
 from osbp.protocol.port import BookingRequest
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.timeutil import parse_wall_clock
@@ -132,6 +132,32 @@ def _empty_service_list_allows_all() -> None:
     _wrap(mandate, "_scope", _scope_with(service_ids=lambda m: m.service_ids or None))
 
 
+def _empty_schedule_list_allows_all() -> None:
+    _wrap(mandate, "_scope", _scope_with(schedule_ids=lambda m: m.schedule_ids or None))
+
+
+def _empty_provider_list_allows_all() -> None:
+    _wrap(mandate, "_scope", _scope_with(provider_ids=lambda m: m.provider_ids or None))
+
+
+def _without_id_accepted() -> None:
+    _wrap(mandate, "_well_formed", lambda well_formed: lambda m: well_formed(_copy(m, id=m.id or "mnd_any")))
+
+
+def _expiry_offset_dropped() -> None:
+    # The offset is cut off and the wall-clock part read as UTC ("…T10:00:00-05:00" becomes "…T10:00:00Z").
+    def dropped(value: str | None) -> str | None:
+        return re.sub(r"[+-]\d{2}:\d{2}$", "Z", value) if value else value
+
+    _wrap(
+        mandate,
+        "_head",
+        lambda head: (
+            lambda m, *, now, action: head(_copy(m, expires_at=dropped(m.expires_at)), now=now, action=action)
+        ),
+    )
+
+
 def _schedule_scope_skipped() -> None:
     _wrap(mandate, "_scope", _scope_with(schedule_ids=lambda m: None))
 
@@ -224,6 +250,48 @@ def _price_cap_one_unit_over() -> None:
     _wrap(mandate, "_price", make)
 
 
+def _cap_compared_in_cents(scale: Callable[[int, int], int], cap_scale: Callable[[int, int], int]) -> None:
+    """The price cap compared after both amounts were normalized to cents (hundredths of the major unit)."""
+
+    def decide(m: Any, slot: Any, service: Any) -> Any:
+        quoted, cap = slot.price or service.price, m.max_price
+        amount = _quoted_amount(slot, service)
+        if amount is None or cap is None or cap.amount_minor is None or quoted.currency != cap.currency:
+            return _ORIGINAL
+        exponent = minor_unit_exponent(cap.currency)
+        if exponent is None:
+            return _ORIGINAL
+        over = scale(amount, exponent) > cap_scale(cap.amount_minor, exponent)
+        return problem(ProblemCode.PRICE_EXCEEDS_MANDATE) if over else None
+
+    _decide_first(mandate, "_price", decide)
+
+
+def _to_cents(amount: int, exponent: int) -> int:
+    # Rounded half up where the currency has more decimals than cents (12.499 KWD is 1250 cents).
+    unit = int(10**exponent)
+    return (amount * 100 + unit // 2) // unit
+
+
+def _cap_rounded_to_cents() -> None:
+    _cap_compared_in_cents(_to_cents, _to_cents)
+
+
+def _cap_assumes_two_decimals() -> None:
+    # The price is normalized through its currency's exponent, the cap as if it were already in cents.
+    _cap_compared_in_cents(_to_cents, lambda amount, exponent: amount)
+
+
+def _fee_cap_skipped() -> None:
+    _wrap(
+        mandate,
+        "_payment",
+        lambda payment: (
+            lambda m, slot, service, policy: payment(_copy(m, max_extra_fee=None), slot, service, policy)
+        ),
+    )
+
+
 def _currency_mismatch_skipped() -> None:
     def make(price: Any) -> Any:
         def mutated(m: Any, slot: Any, service: Any) -> Problem | None:
@@ -310,6 +378,54 @@ def _token_not_bound_to_summary() -> None:
     _replace(approval, "sha256_hex", lambda value: "one-summary-for-all")
 
 
+def _token_bound_to_summary_without(pattern: str, keep: str = "") -> None:
+    """The token is bound to the summary with one fact cut out: that fact may change under it."""
+
+    def hashed(value: Any) -> str:
+        return sha256_hex(re.sub(pattern, keep, value) if isinstance(value, str) else value)
+
+    _replace(approval, "sha256_hex", hashed)
+
+
+def _token_survives_fee_change() -> None:
+    _token_bound_to_summary_without(
+        r"(cancellation fee of|costs|No-show fee:) [^ ;]*?\d(?=[.;]?(?: |$))", r"\1"
+    )
+
+
+def _token_survives_window_change() -> None:
+    _token_bound_to_summary_without(r"(up to|less than|deadline is) .*? before", r"\1")
+
+
+def _token_survives_provider_rename() -> None:
+    _token_bound_to_summary_without(r" with [^.]*? at ", " at ")
+
+
+def _token_survives_location_rename() -> None:
+    _token_bound_to_summary_without(r"( with [^.]*? at )[^,(.]+", r"\1")
+
+
+def _free_booking_skips_approval() -> None:
+    # "Nothing to pay, nothing to approve": a zero fixed price is placed without the final confirmation.
+    free: dict[str, bool] = {}
+
+    def summary(build: Any) -> Any:
+        def built(service: Any, slot: Any, policy: Any, *args: Any, **kwargs: Any) -> Any:
+            price = slot.price or service.price
+            free["last"] = price is not None and fixed_amount(price) == 0
+            return build(service, slot, policy, *args, **kwargs)
+
+        return built
+
+    evaluate = approval.ApprovalGate.aevaluate
+
+    async def gate(self: Any, inp: BookingCreateInput, text: str, offer: str | None = None) -> Any:
+        return approval.Approved("free") if free.get("last") else await evaluate(self, inp, text, offer)
+
+    _wrap(booking, "build_approval_summary", summary)
+    _replace(approval.ApprovalGate, "aevaluate", gate)
+
+
 def _token_reusable_after_success() -> None:
     _token_not_bound_to_key()
     _replace(approval.ApprovalGate, "mark_spent", lambda self, token: None)
@@ -327,6 +443,34 @@ def _token_reusable_after_expiry() -> None:
 def _conflict_replays_first_receipt() -> None:
     # The idempotency record keyed by the key alone: another payload under it replays the first receipt.
     _replace(booking, "booking_payload_hash", lambda inp: sha256_hex(inp.idempotency_key))
+
+
+def _hash_without(path: tuple[str, ...]) -> Callable[[BookingCreateInput], str]:
+    """The payload hash with one (nested) field left out, as a hand-picked field list would."""
+
+    def hashed(inp: BookingCreateInput) -> str:
+        transient = {"approval", "verification_code"}
+        wire = {key: value for key, value in inp.to_wire().items() if key not in transient}
+        *parents, leaf = path
+        owner = wire
+        for parent in parents:
+            owner = owner.setdefault(parent, {})
+        owner.pop(leaf, None)
+        return sha256_hex(wire)
+
+    return hashed
+
+
+def _idempotency_hash_ignores(*path: str) -> None:
+    # Only the idempotency record's view of the payload changes; the approval gate keeps the real hash.
+    _replace(booking, "booking_payload_hash", _hash_without(path))
+
+
+def _payload_hash_ignores(*path: str) -> None:
+    # The one payload hash both the idempotency record and the approval token are bound to.
+    hashed = _hash_without(path)
+    _replace(booking, "booking_payload_hash", hashed)
+    _replace(approval, "booking_payload_hash", hashed)
 
 
 def _on_replay(again: Callable[[Any, BookingCreateInput, Receipt], Any]) -> None:
@@ -501,6 +645,13 @@ CORE_MUTANTS: dict[str, Callable[[], None]] = {
     "mandate_organization_scope_skipped": _organization_scope_skipped,
     "mandate_empty_service_list_allows_all": _empty_service_list_allows_all,
     "mandate_schedule_scope_skipped": _schedule_scope_skipped,
+    "mandate_empty_schedule_list_allows_all": _empty_schedule_list_allows_all,
+    "mandate_empty_provider_list_allows_all": _empty_provider_list_allows_all,
+    "mandate_without_id_accepted": _without_id_accepted,
+    "mandate_expiry_offset_dropped": _expiry_offset_dropped,
+    "mandate_cap_rounded_to_cents": _cap_rounded_to_cents,
+    "mandate_cap_assumes_two_decimals": _cap_assumes_two_decimals,
+    "mandate_fee_cap_skipped": _fee_cap_skipped,
     "mandate_provider_scope_skipped": _provider_scope_skipped,
     "mandate_provider_unknown_as_not_allowed": _provider_unknown_as_not_allowed,
     "mandate_earliest_start_exclusive": _earliest_start_exclusive,
@@ -518,11 +669,21 @@ CORE_MUTANTS: dict[str, Callable[[], None]] = {
     "token_not_bound_to_payload": _token_not_bound_to_payload,
     "token_not_bound_to_key": _token_not_bound_to_key,
     "token_not_bound_to_summary": _token_not_bound_to_summary,
+    "token_survives_fee_change": _token_survives_fee_change,
+    "token_survives_window_change": _token_survives_window_change,
+    "token_survives_provider_rename": _token_survives_provider_rename,
+    "token_survives_location_rename": _token_survives_location_rename,
     "token_reusable_after_success": _token_reusable_after_success,
     "elicited_decline_books": _elicited_decline_books,
+    "free_booking_skips_approval": _free_booking_skips_approval,
     "token_reusable_after_expiry": _token_reusable_after_expiry,
     "idempotency_conflict_replays_first_receipt": _conflict_replays_first_receipt,
     "replay_calls_platform": _replay_calls_platform,
+    "idempotency_hash_ignores_provider": lambda: _idempotency_hash_ignores("provider_id"),
+    "idempotency_hash_ignores_phone": lambda: _idempotency_hash_ignores("customer", "phone"),
+    "idempotency_hash_ignores_email": lambda: _idempotency_hash_ignores("customer", "email"),
+    "token_binding_ignores_mandate_cap": lambda: _payload_hash_ignores("mandate", "max_price"),
+    "token_binding_ignores_customer_email": lambda: _payload_hash_ignores("customer", "email"),
     "replay_returns_new_booking": _replay_returns_new_booking,
     "summary_without_provider": _summary_without_provider,
     "summary_without_time": _summary_without_time,

@@ -124,7 +124,13 @@ async def run_matrix(mutants: Sequence[Mutant] = MUTANTS, *, workers: int = 2) -
                     }
                 )
                 # The optional platform hooks this battery knows, each on the run's own prefix.
-                hooks = {"stats_url": _STATS, "status_url": _STATUS, "catalog_url": _CATALOG}
+                hooks = {
+                    "stats_url": _STATS,
+                    "status_url": _STATUS,
+                    "catalog_url": _CATALOG,
+                    "provider_url": "/_testing/provider",
+                    "location_url": "/_testing/location",
+                }
                 options: dict[str, Any] = {k: base + path for k, path in hooks.items() if k in accepted}
                 expiring = mutant is None or mutant.named_by(_EXPIRY)
                 report = await run_battery(
