@@ -93,6 +93,10 @@ class VerificationService(ServiceRef):
     #: The code the customer reads back; the battery plays the customer, so the platform must run this
     #: organization in a sandbox mode with a fixed code.
     code: Id
+    #: Whether the platform has an independent pre-verification step that verification.verify uses
+    #: (true: the code is verified; false: the tool is refused, as the spec says for a platform without
+    #: one); unstated, the battery cannot grade verify's answer to the right code.
+    pre_verification: bool | None = None
 
 
 class Services(_Strict):
