@@ -112,12 +112,13 @@ async def run_matrix(mutants: Sequence[Mutant] = MUTANTS, *, workers: int = 2) -
             async with limiter:
                 base = run_base_url(platform_url, name)
                 command, extra = server_command(mutant)
+                audit_log = Path(state) / name / "audit" / "events.jsonl"
                 env = server_env(
                     {
                         "OSBP_PLATFORM_BASE_URL": base,
                         "OSBP_ORGANIZATION_ID": fixtures.organization_id,
                         "OSBP_STATE_PATH": str(Path(state) / name / "state.db"),
-                        "OSBP_AUDIT_LOG_PATH": str(Path(state) / name / "audit" / "events.jsonl"),
+                        "OSBP_AUDIT_LOG_PATH": str(audit_log),
                         "OSBP_APPROVAL_TTL_SECONDS": str(SELF_APPROVAL_TTL_SECONDS),
                         "PYTHONPATH": str(REPO),
                         **extra,
@@ -126,6 +127,8 @@ async def run_matrix(mutants: Sequence[Mutant] = MUTANTS, *, workers: int = 2) -
                 # The optional platform hooks this battery knows, each on the run's own prefix.
                 hooks = {"stats_url": _STATS, "status_url": _STATUS, "catalog_url": _CATALOG}
                 options: dict[str, Any] = {k: base + path for k, path in hooks.items() if k in accepted}
+                if "audit_log" in accepted:
+                    options["audit_log"] = audit_log
                 expiring = mutant is None or mutant.named_by(_EXPIRY)
                 report = await run_battery(
                     ServerTarget(command, env=env, cwd=str(REPO)),
