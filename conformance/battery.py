@@ -1,9 +1,10 @@
 """`run_battery`: start one server, hold one session, run every check, return the report.
 
 The order matters only where the platform is concerned: the tools, the challenge whose token must expire,
-reads (their answers feed later checks), the slots around the zone's DST transitions, then the bookings,
-the mandate matrix, the retry of the expired token, the checks graded over every recorded call, and last
-the one deliberately schema-invalid call.
+reads (their answers feed later checks), the slots around the zone's DST transitions, then the bookings
+(verification and the platform outage among them), the mandate matrix, the retry of the expired token, the
+checks graded over every recorded call, the one deliberately schema-invalid call, the host-confirmation
+session, the replay markers over both sessions' creates, and, once the server has stopped, its audit log.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ challenge and the approved retry, so concurrent battery runs on one platform may
 retries with a token that old at the end of its run and expects a fresh challenge. A TTL longer than the
 battery is willing to wait leaves that check skipped.
 
+`services.verification.pre_verification` (optional) says whether the platform has an independent
+pre-verification step, which decides what verification.verify must answer for the right code.
+
 `native_statuses` (optional) maps each native appointment status the platform can give a booking to the
 protocol status booking.status must answer; the battery sets each one through the platform's status hook
 (`--status-url`) on a booking of its own and reads it back.

@@ -139,6 +139,15 @@ async def test_each_broken_server_fails_exactly_its_checks(fixtures, scenario, b
     assert (report.ok, report.verdict) == (False, "FAIL")
 
 
+async def test_the_platform_is_made_reachable_again_after_an_outage_check_that_failed(fixtures, scenario):
+    """Platform choice (docs/conformance.md, scenario URL): `reachable` follows `unreachable` whatever the
+    server answered, so the next run against the platform finds it reachable."""
+    report = await _graded(fixtures, scenario, "snapshot_unmarked")
+    assert "status.unreachable_not_current" in _ids(report, Verdict.FAIL)
+    assert [request["outcome"] for request in scenario.requests][-2:] == ["unreachable", "reachable"]
+    assert not scenario.arm_file.with_name(scenario.arm_file.name + ".unreachable").exists()
+
+
 def test_the_no_mandate_check_set_is_the_whole_matrix_plus_the_refusing_boundaries():
     """OSBP spec, Mandate Enforcement: every matrix row depends on the validator running."""
     assert EXPECTED_FAILURES["no_mandate_check"] - MANDATE_MATRIX == {
