@@ -64,7 +64,8 @@ traces: install ## Regenerate the trace gallery in traces/ from real runs
 
 conformance: install ## Grade this project's own MCP server with the battery, over stdio and Streamable HTTP
 	$(BIN)/osbp conformance --self
-	$(BIN)/osbp conformance --self --transport streamable-http
+# Over Streamable HTTP the three elicitation.* checks are SKIP (no in-request elicitation yet): INCOMPLETE.
+	$(BIN)/osbp conformance --self --transport streamable-http --allow-skips
 
 backend: install ## Run the synthetic platform on 127.0.0.1:8400 (Ctrl-C to stop)
 	$(BIN)/osbp backend

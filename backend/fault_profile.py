@@ -23,7 +23,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["MAX_HOLD_MS", "FaultInjector", "FaultMode", "FaultProfile", "FaultRule", "Hit", "load_profile"]
+__all__ = [
+    "MAX_HOLD_MS",
+    "FaultInjector",
+    "FaultMode",
+    "FaultProfile",
+    "FaultRule",
+    "Hit",
+    "load_profile",
+    "outage_rule",
+]
 
 #: The longest any fault holds a request or a write lock (ms): the platform never hangs for good.
 MAX_HOLD_MS = 120_000
@@ -109,6 +118,11 @@ def load_profile(source: str) -> FaultProfile:
         raise ValueError(f"fault profile {where}: {first['msg']}{more}") from None
 
 
+def outage_rule(organization_id: str) -> FaultRule:
+    """The rule that makes one organization's platform unreachable: every native request answers 503."""
+    return FaultRule(organization_id=organization_id, mode="error", status=503)
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """A rule hitting one request, with its drawn latency (seconds)."""
@@ -157,6 +171,25 @@ class FaultInjector:
     def restore(self) -> None:
         """Back to the profile the process started with (none unless ``--faults`` gave one)."""
         self.set(self._configured)
+
+    def cut_off(self, organization_id: str) -> None:
+        """Fail every native request of ``organization_id`` with a 503 until :meth:`reconnect` (one rule,
+        put first, so it wins over the rest of the profile; the other organizations are untouched)."""
+        rule = outage_rule(organization_id)
+        with self._lock:
+            if rule not in self._profile.rules:
+                rules = [rule, *self._profile.rules]
+                self._profile = self._profile.model_copy(update={"rules": rules})
+                self._hits = [0, *self._hits]
+
+    def reconnect(self, organization_id: str) -> None:
+        """Serve ``organization_id`` again: remove the rule :meth:`cut_off` put in force (nothing else)."""
+        rule = outage_rule(organization_id)
+        with self._lock:
+            pairs = zip(self._profile.rules, self._hits, strict=True)
+            kept = [(each, hits) for each, hits in pairs if each != rule]
+            self._profile = self._profile.model_copy(update={"rules": [each for each, _ in kept]})
+            self._hits = [hits for _, hits in kept]
 
     def check_endpoints(self, known: frozenset[str], profile: FaultProfile | None = None) -> None:
         """Raise ``ValueError`` naming the first rule whose ``endpoint`` is not one of ``known``."""

@@ -1,6 +1,7 @@
 """The test-only control surface under `/_testing/`, mounted only when `enable_testing` is set.
 
-Arm an organization's next appointment create to fail (consumed once), read the outbox (the stand-in
+Arm an organization's next appointment create to fail (consumed once) or make its whole API unreachable
+until told otherwise, read the outbox (the stand-in
 SMS/email gateway), set or advance the platform clock, reset to seeds, read counters that prove a
 write did or did not happen, change a service's price or policy or a provider's name on the running
 platform (as a merchant editing its catalog would), give one appointment a native status directly (to
@@ -49,7 +50,9 @@ class ArmRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     organization_id: str = Field(min_length=1, max_length=100)
-    outcome: Literal["slot_taken", "rate_limited", "requires_verification"]
+    #: ``unreachable``/``reachable`` are not armed: they put in force, or lift, the fault-profile rule that
+    #: answers every native request of the organization with a 503 (see ``FaultInjector.cut_off``).
+    outcome: Literal["slot_taken", "rate_limited", "requires_verification", "unreachable", "reachable"]
 
 
 class AppointmentStatusRequest(BaseModel):
@@ -174,10 +177,16 @@ def _iso(epoch: int | float) -> str:
 
 @router.post("/arm", response_model=Armed, responses=problem_responses("organization_not_found"))
 def arm(body: ArmRequest, runtime: RuntimeDep) -> Armed:
-    """Make the organization's next appointment create fail with `outcome`, once."""
+    """Make the organization's next appointment create fail with `outcome`, once; or make the
+    organization's whole native API unreachable (`unreachable`, every request a 503) until `reachable`."""
     with runtime.db.read() as session:
         get_organization(session, body.organization_id)
-    runtime.arm(body.organization_id, body.outcome)
+    if body.outcome == "unreachable":
+        runtime.faults.cut_off(body.organization_id)
+    elif body.outcome == "reachable":
+        runtime.faults.reconnect(body.organization_id)
+    else:
+        runtime.arm(body.organization_id, body.outcome)
     return Armed(organization_id=body.organization_id, armed=body.outcome)
 
 

@@ -1,9 +1,10 @@
 """`run_battery`: start one server, hold one session, run every check, return the report.
 
 The order matters only where the platform is concerned: the tools, the challenge whose token must expire,
-reads (their answers feed later checks), the slots around the zone's DST transitions, then the bookings,
-the mandate matrix, the retry of the expired token, the checks graded over every recorded call, and last
-the one deliberately schema-invalid call.
+reads (their answers feed later checks), the slots around the zone's DST transitions, then the bookings
+(verification and the platform outage among them), the mandate matrix, the retry of the expired token, the
+checks graded over every recorded call, the one deliberately schema-invalid call, the host-confirmation
+session, the replay markers over both sessions' creates, and, once the server has stopped, its audit log.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import secrets
 import tempfile
 import time
 from collections.abc import Callable
-from typing import IO
+from pathlib import Path
+from typing import IO, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from osbp.conformance.all_day_checks import grade_all_day
 from osbp.conformance.approval_checks import grade_expiry, open_expiry
+from osbp.conformance.audit_checks import AuditLogFile, grade_audit
 from osbp.conformance.booking_checks import grade_bookings
 from osbp.conformance.elicitation_checks import grade_elicitation
 from osbp.conformance.envelope_checks import grade_envelopes, grade_rejections
@@ -30,11 +33,16 @@ from osbp.conformance.payloads import Payloads
 from osbp.conformance.probe import Probe
 from osbp.conformance.prose_checks import grade_problem_prose, grade_prose_falsehoods
 from osbp.conformance.read_checks import grade_reads
+from osbp.conformance.runtime_checks import grade_runtime_markers
 from osbp.conformance.time_checks import grade_dst
 from osbp.conformance.tool_checks import grade_tools
 from osbp.conformance.wire import ServerTarget, open_wire
 
-__all__ = ["CheckReport", "Report", "Summary", "run_battery"]
+__all__ = ["CheckReport", "Report", "RunVerdict", "Summary", "run_battery"]
+
+#: The verdict of a whole run: FAIL when any check failed, else INCOMPLETE when any was skipped (not
+#: graded), else PASS.
+RunVerdict = Literal["PASS", "FAIL", "INCOMPLETE"]
 
 #: How much of the server's stderr a failed start quotes.
 _STDERR_TAIL = 600
@@ -80,12 +88,25 @@ class Report(BaseModel):
     catalog_url: str | None = None
     provider_url: str | None = None
     location_url: str | None = None
+    #: The audit log the battery read after the run (`--audit-log`), when given.
+    audit_log: str | None = None
+    #: Whether no check failed (skips aside); `verdict` also says whether every check was graded.
     ok: bool
+    verdict: RunVerdict
     summary: Summary
     duration_seconds: float
     #: Seconds the battery spent waiting out the platform's rate limit (retryable rate_limited answers).
     rate_limit_waited_seconds: float = 0.0
     checks: list[CheckReport]
+
+    @property
+    def skipped_ids(self) -> list[str]:
+        """The ids of the checks that were not graded, in catalog order."""
+        return [check.id for check in self.checks if check.status is Verdict.SKIP]
+
+    def passes(self, *, allow_skips: bool = False) -> bool:
+        """Whether the run passes: PASS, or INCOMPLETE when `allow_skips` accepts what was not graded."""
+        return self.verdict == "PASS" or (allow_skips and self.verdict == "INCOMPLETE")
 
     @classmethod
     def build(
@@ -101,10 +122,14 @@ class Report(BaseModel):
         catalog_url: str | None = None,
         provider_url: str | None = None,
         location_url: str | None = None,
+        audit_log: str | None = None,
         rate_limit_waited: float = 0.0,
     ) -> Report:
         """Assemble a report from the graded results."""
         counts = {verdict: sum(r.verdict is verdict for r in results) for verdict in Verdict}
+        verdict: RunVerdict = (
+            "FAIL" if counts[Verdict.FAIL] else "INCOMPLETE" if counts[Verdict.SKIP] else "PASS"
+        )
         return cls(
             server=target.shown,
             fixtures_organization_id=fixtures.organization_id,
@@ -114,7 +139,9 @@ class Report(BaseModel):
             catalog_url=catalog_url,
             provider_url=provider_url,
             location_url=location_url,
+            audit_log=audit_log,
             ok=counts[Verdict.FAIL] == 0,
+            verdict=verdict,
             summary=Summary(
                 total=len(results),
                 passed=counts[Verdict.PASS],
@@ -169,6 +196,7 @@ async def run_battery(
     catalog_url: str | None = None,
     provider_url: str | None = None,
     location_url: str | None = None,
+    audit_log: str | Path | None = None,
     call_timeout: float = 10.0,
     errlog: IO[str] | None = None,
     clock: Callable[[], dt.datetime] = _utc_now,
@@ -179,7 +207,8 @@ async def run_battery(
     The platform hooks are optional (see `osbp.conformance.scenario`): `scenario_url` arms outcomes,
     `stats_url` counts the platform's create requests, `status_url` sets a booking's native status,
     `catalog_url` changes a service's price, fees or cancellation window, `provider_url` and `location_url`
-    rename a provider and a schedule; a check that needs an absent hook is SKIP, never PASS.
+    rename a provider and a schedule; a check that needs an absent hook is SKIP, never PASS. With
+    `audit_log` (the server's JSONL audit log) the battery reads the log after the run and grades it.
 
     The server's stderr goes to `errlog` (a temporary file by default, quoted when the start fails).
     `clock` dates the mandates; `nonce` makes this run's idempotency keys and mandate ids unique.
@@ -193,6 +222,9 @@ async def run_battery(
     initialized = False
     aborted = ""
     waited = 0.0
+    # Measured before the server starts: the run's records are what it appends after this.
+    audit = AuditLogFile.before_run(audit_log) if audit_log is not None else None
+    probe: Probe | None = None
     try:
         async with open_wire(target, call_timeout=call_timeout, errlog=log) as wire:
             initialized = True
@@ -226,6 +258,7 @@ async def run_battery(
             grade_prose_falsehoods(grader, wire, fixtures)
             await grade_rejections(probe)
             hosted_waited = await grade_elicitation(probe, target, log)
+            grade_runtime_markers(grader, probe.all_exchanges())
             waited = wire.rate_limit_waited + hosted_waited
     except Exception as exc:  # a server that cannot be driven is a failed grade, not a crash
         if initialized:
@@ -238,6 +271,9 @@ async def run_battery(
     finally:
         if own_log:
             log.close()
+    if initialized and not aborted and probe is not None:
+        # After the sessions closed: a stdio server has exited, so every record it wrote is in the file.
+        grade_audit(grader, audit, probe.all_exchanges())
     if not initialized:
         results = grader.results(
             missing=Verdict.SKIP, missing_detail="not reached: wire.initialize failed first"
@@ -257,5 +293,6 @@ async def run_battery(
         catalog_url=catalog_url,
         provider_url=provider_url,
         location_url=location_url,
+        audit_log=None if audit_log is None else str(audit_log),
         rate_limit_waited=waited,
     )

@@ -18,13 +18,15 @@ from osbp.conformance.flows import book as _book
 from osbp.conformance.flows import challenge as _challenge
 from osbp.conformance.flows import receipt_problems as _receipt_problems
 from osbp.conformance.grading import CheckFailed, Verdict, expect, summarize
+from osbp.conformance.outage_checks import grade_outage
 from osbp.conformance.payloads import CREATE, approved
 from osbp.conformance.probe import Probe
 from osbp.conformance.scenario import Outcome, arm, create_requests, set_native_status
 from osbp.conformance.summary_checks import SUMMARY_CHECKS, grade_summaries
+from osbp.conformance.verify_checks import grade_verify, wrong_code
 from osbp.conformance.wallclock import clock_forms, format_wall_clock, parse_wall_clock
 
-__all__ = ["grade_bookings"]
+__all__ = ["grade_bookings", "wrong_code"]
 
 _STATUSES = {"booked", "cancelled", "completed", "no_show", "pending", "unknown"}
 _REFUSALS = {"requires_user_confirmation", "idempotency_conflict"}
@@ -272,6 +274,8 @@ async def _verification(probe: Probe) -> None:
             f"method {value.get('method')!r}, expected {service.method!r}",
         )
         expect(value.get("purpose") == purpose, f"purpose {value.get('purpose')!r}, expected {purpose!r}")
+    # Right after the send, as an agent would pre-verify; the booking's own code is sent afresh below.
+    await grade_verify(probe, contact, purpose)
     if token is None or grader.verdict("verification.required_after_approval") is not Verdict.PASS:
         grader.blocked("verification.wrong_code_refused", "verification.required_after_approval")
         grader.blocked("verification.code_books", "verification.required_after_approval")
@@ -293,14 +297,6 @@ async def _verification(probe: Probe) -> None:
         booked = await probe.wire.call(CREATE, approved(payload, token, verification_code=service.code))
         problems = _receipt_problems(booked)
         expect(not problems, "; ".join(problems))
-
-
-def wrong_code(code: str) -> str:
-    """A code of the same shape that differs from `code` in every character."""
-    return "".join(
-        str((int(char) + 1) % 10) if char.isdigit() else ("b" if char.lower() == "a" else "a")
-        for char in code
-    )
 
 
 async def _replay_offline(probe: Probe, payload: dict[str, Any]) -> None:
@@ -436,4 +432,5 @@ async def grade_bookings(probe: Probe) -> None:
     await _verification(probe)
     await _runtime(probe)
     await _native_statuses(probe)
+    await grade_outage(probe)
     await _other_reads(probe)

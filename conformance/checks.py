@@ -621,6 +621,62 @@ CATALOG: tuple[Check, ...] = (
         " fee)",
         "policy.explain",
     ),
+    # Paths driven end to end: pre-verification, an unreachable platform, the replay marker.
+    _c(
+        "verification.verify_wrong_code_refused",
+        "verification.verify after verification.send never verifies a wrong code",
+        "verification.verify",
+    ),
+    _c(
+        "verification.verify_code",
+        "verification.verify answers the customer's code as the fixtures' pre_verification says: verified "
+        "with method and purpose, or the tool refused",
+        "verification.verify",
+    ),
+    _c(
+        "status.unreachable_not_current",
+        "booking.status while the platform is unreachable fails retryable or answers a snapshot marked "
+        "not current in osbp_runtime.message",
+        "booking.status",
+    ),
+    _c(
+        "status.reachable_current",
+        "booking.status once the platform is reachable again answers current platform state, without "
+        "osbp_runtime",
+        "booking.status",
+    ),
+    _c(
+        "idempotency.fresh_create_unmarked",
+        "a booking.create that books carries no osbp_runtime.idempotency replay marker",
+        "Result Envelope",
+    ),
+    _c(
+        "idempotency.replay_marked",
+        'an idempotent replay carries osbp_runtime.idempotency "local_cache_replay"',
+        "Result Envelope (beyond the spec)",
+    ),
+    # The audit log, read after the run (--audit-log).
+    _c(
+        "audit.record_per_call",
+        "the audit log holds one record per schema-valid call, under its envelope's audit_event_id",
+        "Audit",
+    ),
+    _c(
+        "audit.chain",
+        "the audit log's hash chain verifies from its first line (prev_hash links, hash of each record)",
+        "Audit (beyond the spec)",
+    ),
+    _c(
+        "audit.redacted",
+        "no customer name, phone, email, verification code or approval token the run used appears in the "
+        "audit log",
+        "Audit",
+    ),
+    _c(
+        "audit.hashes",
+        "input_hash and result_hash are SHA-256 of the RFC 8785 canonical redacted input and result",
+        "Audit",
+    ),
 )
 
 #: The catalog keyed by id.

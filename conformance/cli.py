@@ -3,14 +3,14 @@
     osbp conformance --server "<command line>" --fixtures <file.json> [--scenario-url <url>]
                      [--stats-url <url>] [--status-url <url>] [--catalog-url <url>]
                      [--provider-url <url>] [--location-url <url>]
-                     [--env KEY=VALUE ...] [--cwd DIR]
-                     [--timeout S] [--server-log FILE] [--json]
+                     [--audit-log FILE] [--env KEY=VALUE ...] [--cwd DIR]
+                     [--timeout S] [--server-log FILE] [--json] [--allow-skips]
     osbp conformance --url <http://host:port/mcp> [--token TOKEN] --fixtures <file.json> [hooks as above]
-    osbp conformance --self [--transport stdio|streamable-http] [--json] [--timeout S]
+    osbp conformance --self [--transport stdio|streamable-http] [--json] [--timeout S] [--allow-skips]
     osbp conformance --list-checks [--markdown]
 
-Exit status: 0 when no check failed (skips allowed), 1 when any check failed, 2 for a usage error or an
-unreadable fixture file.
+Exit status: 0 when every check passed (or, with --allow-skips, when none failed), 1 when any check failed
+or was skipped, 2 for a usage error or an unreadable fixture file.
 """
 
 from __future__ import annotations
@@ -69,6 +69,16 @@ def _parser() -> argparse.ArgumentParser:
         "--location-url", metavar="URL", help="where to POST a new name for the repriced service's schedule"
     )
     parser.add_argument(
+        "--audit-log",
+        metavar="FILE",
+        help="the server's JSONL audit log, read and graded after the run",
+    )
+    parser.add_argument(
+        "--allow-skips",
+        action="store_true",
+        help="exit 0 when no check failed even if some were skipped (the verdict still says INCOMPLETE)",
+    )
+    parser.add_argument(
         "--env",
         metavar="KEY=VALUE",
         action="append",
@@ -123,6 +133,7 @@ def _grade(
     catalog_url: str | None,
     provider_url: str | None = None,
     location_url: str | None = None,
+    audit_log: str | None = None,
 ) -> Report | str:
     try:
         fixtures = load_fixtures(fixtures_path)
@@ -143,6 +154,7 @@ def _grade(
                 catalog_url=catalog_url,
                 provider_url=provider_url,
                 location_url=location_url,
+                audit_log=audit_log,
                 call_timeout=args.timeout,
                 errlog=errlog,
             )
@@ -170,6 +182,7 @@ def main(argv: Sequence[str]) -> int:
                 catalog_url=own.catalog_url,
                 provider_url=own.provider_url,
                 location_url=own.location_url,
+                audit_log=str(own.audit_log),
             )
     else:
         if not args.fixtures:
@@ -191,9 +204,10 @@ def main(argv: Sequence[str]) -> int:
             catalog_url=args.catalog_url,
             provider_url=args.provider_url,
             location_url=args.location_url,
+            audit_log=args.audit_log,
         )
     if isinstance(outcome, str):
         print(f"osbp conformance: {outcome}", file=sys.stderr)
         return 2
     print(render_json(outcome) if args.json else render_human(outcome))
-    return 0 if outcome.ok else 1
+    return 0 if outcome.passes(allow_skips=args.allow_skips) else 1

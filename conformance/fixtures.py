@@ -21,6 +21,9 @@ battery is willing to wait leaves that check skipped.
 hooks (a fee, the cancellation window, a provider's or schedule's name), a service no other check books,
 with the provider and schedule to book it with; see `BoundFacts`.
 
+`services.verification.pre_verification` (optional) says whether the platform has an independent
+pre-verification step, which decides what verification.verify must answer for the right code.
+
 `native_statuses` (optional) maps each native appointment status the platform can give a booking to the
 protocol status booking.status must answer; the battery sets each one through the platform's status hook
 (`--status-url`) on a booking of its own and reads it back.
@@ -198,6 +201,10 @@ class VerificationService(ServiceRef):
     #: The code the customer reads back; the battery plays the customer, so the platform must run this
     #: organization in a sandbox mode with a fixed code.
     code: Id
+    #: Whether the platform has an independent pre-verification step that verification.verify uses
+    #: (true: the code is verified; false: the tool is refused, as the spec says for a platform without
+    #: one); unstated, the battery cannot grade verify's answer to the right code.
+    pre_verification: bool | None = None
 
 
 class Services(_Strict):

@@ -8,7 +8,7 @@ from typing import Any
 from osbp.conformance.fixtures import Fixtures
 from osbp.conformance.grading import Grader
 from osbp.conformance.payloads import Payloads
-from osbp.conformance.wire import Wire
+from osbp.conformance.wire import Exchange, Wire
 
 __all__ = ["Probe"]
 
@@ -38,3 +38,9 @@ class Probe:
     #: The platform's hooks that rename a provider and a schedule (`--provider-url`, `--location-url`).
     provider_url: str | None = None
     location_url: str | None = None
+    #: The calls of the run's other sessions (the host-confirmation one), graded with the wire's own.
+    other_exchanges: list[Exchange] = field(default_factory=list)
+
+    def all_exchanges(self) -> list[Exchange]:
+        """Every call of the run: this wire's, then the other sessions'."""
+        return [*self.wire.exchanges, *self.other_exchanges]

@@ -4,8 +4,9 @@ The human report groups the checks under the spec section they come from, in the
 order (a section's "(beyond the spec)" checks sit under that section, tagged). Each check is one line,
 `  PASS|FAIL|SKIP <id>  <requirement>[  (beyond the spec)]`; under a FAIL come indented `expected:` and
 `observed:` lines when the check knows those values, then the detail; under a SKIP the reason. The last
-line is `PASS n/N checks passed (f failed, s skipped)`; it starts with `FAIL` instead when any check
-failed, so its first word is the verdict of the whole run (skips alone do not fail a run).
+line is `PASS n/N checks passed (f failed, s skipped)`; its first word is the verdict of the whole run:
+`FAIL` when any check failed, else `INCOMPLETE` when any was skipped, and then the tally names the skipped
+checks (`(0 failed, 2 skipped: runtime.slot_taken, runtime.rate_limited)`).
 """
 
 from __future__ import annotations
@@ -50,11 +51,12 @@ def section_of(section: str) -> tuple[str, bool]:
 
 
 def summary_line(report: Report) -> str:
-    """The final line: the run's verdict and the counts."""
+    """The final line: the run's verdict, the counts, and which checks were not graded."""
     counts = report.summary
-    verdict = Verdict.PASS if report.ok else Verdict.FAIL
-    tally = f"({counts.failed} failed, {counts.skipped} skipped)"
-    return f"{verdict} {counts.passed}/{counts.total} checks passed {tally}"
+    skipped = report.skipped_ids
+    named = f": {', '.join(skipped)}" if skipped else ""
+    tally = f"({counts.failed} failed, {counts.skipped} skipped{named})"
+    return f"{report.verdict} {counts.passed}/{counts.total} checks passed {tally}"
 
 
 def _groups(checks: list[CheckReport]) -> list[tuple[str, list[CheckReport]]]:

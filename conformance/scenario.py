@@ -7,7 +7,9 @@ six test-only HTTP hooks on the platform (documented in docs/conformance.md):
 - the scenario URL: `POST <scenario-url>` with JSON `{"organization_id": "<fixture org>", "outcome":
   "slot_taken" | "rate_limited"}`; any 2xx answer means the outcome is armed and the platform's next
   appointment create for that organization consumes it. The battery arms right before the approved retry,
-  the first call that reaches the platform's create.
+  the first call that reaches the platform's create. The same URL takes `"outcome": "unreachable"`: any
+  2xx means the organization's platform API cannot be reached until a later `"outcome": "reachable"`
+  (which the battery always sends afterwards, whatever the server did).
 - the stats URL: `GET <stats-url>` answers a JSON object whose integer `create_requests` counts the
   appointment-create requests the platform has received for the fixture organization, and, optionally,
   whose integer `appointments` counts the appointments it holds (created, whatever their status).
@@ -36,6 +38,7 @@ from osbp.conformance.wire import RATE_LIMIT_PATIENCE, retry_delay
 
 __all__ = [
     "Outcome",
+    "Reachability",
     "appointments",
     "arm",
     "change_service",
@@ -43,9 +46,11 @@ __all__ = [
     "rename",
     "set_native_status",
     "set_price",
+    "set_reachability",
 ]
 
 Outcome = Literal["slot_taken", "rate_limited"]
+Reachability = Literal["unreachable", "reachable"]
 
 
 async def _request(
@@ -95,6 +100,15 @@ async def arm(url: str, organization_id: str, outcome: Outcome, *, call_timeout:
     """Arm `outcome`; None when armed, else why not."""
     body = {"organization_id": organization_id, "outcome": outcome}
     return await _post(url, "scenario URL", body, doing=f"arming {outcome}", call_timeout=call_timeout)
+
+
+async def set_reachability(
+    url: str, organization_id: str, state: Reachability, *, call_timeout: float
+) -> str | None:
+    """Make the organization's platform `state` (through the scenario URL); None when done, else why not."""
+    body = {"organization_id": organization_id, "outcome": state}
+    doing = f"making the platform {state}"
+    return await _post(url, "scenario URL", body, doing=doing, call_timeout=call_timeout)
 
 
 async def _stats(url: str, *, call_timeout: float) -> dict[str, Any] | str:

@@ -4,8 +4,8 @@
 `osbp.backend.serving.PlatformServer`, a context manager with `.base_url`) and yields how to start this
 project's MCP server against it, the shipped fixture file, and the platform's hooks: the arm endpoint as the
 scenario URL, the organization's stats as the stats URL, the native-status endpoint as the status URL, and
-the service-change endpoint as the catalog URL, and the provider- and location-rename endpoints as the
-provider and location URLs.
+the service-change endpoint as the catalog URL, the provider- and location-rename endpoints as the
+provider and location URLs, and the audit log the server writes.
 
 The server runs with a short approval-token lifetime (:data:`SELF_APPROVAL_TTL_SECONDS`), and the fixture
 file handed to the battery is the shipped one plus that `approval_ttl_seconds`, so the expiry check runs
@@ -59,6 +59,8 @@ class SelfTarget:
     catalog_url: str
     provider_url: str
     location_url: str
+    #: The audit log the server writes (`OSBP_AUDIT_LOG_PATH`), for the battery to read after the run.
+    audit_log: Path
 
 
 def _free_port() -> int:
@@ -139,6 +141,7 @@ def self_target(settings: BackendSettings | None = None, *, transport: str = "st
         fixtures_path = Path(state) / "fixtures.json"
         fixtures_path.write_text(fixtures.model_dump_json(indent=2), encoding="utf-8")
         base_url = str(platform.base_url).rstrip("/")
+        audit_log = Path(state) / "audit" / "events.jsonl"
         # The server reads `OSBP_*` variables (platform base URL, organization, state file, audit log);
         # the state lives in a throwaway directory so a battery run never touches the developer's `.osbp/`.
         env = server_env(
@@ -146,7 +149,7 @@ def self_target(settings: BackendSettings | None = None, *, transport: str = "st
                 "OSBP_PLATFORM_BASE_URL": base_url,
                 "OSBP_ORGANIZATION_ID": organization_id,
                 "OSBP_STATE_PATH": str(Path(state) / "state.db"),
-                "OSBP_AUDIT_LOG_PATH": str(Path(state) / "audit" / "events.jsonl"),
+                "OSBP_AUDIT_LOG_PATH": str(audit_log),
                 "OSBP_APPROVAL_TTL_SECONDS": str(SELF_APPROVAL_TTL_SECONDS),
             }
         )
@@ -163,4 +166,5 @@ def self_target(settings: BackendSettings | None = None, *, transport: str = "st
                 catalog_url=base_url + CATALOG_PATH,
                 provider_url=base_url + PROVIDER_PATH,
                 location_url=base_url + LOCATION_PATH,
+                audit_log=audit_log,
             )

@@ -139,3 +139,35 @@ def test_reset_restores_seeds_and_clears_outbox_counters_and_clock(client):
     assert client.get("/_testing/clock").json() == {"now": "2026-05-04T12:00:00Z"}
     assert create(client, "carolyns_dental", booking()).status_code == 201
     assert len(client.get("/api/organizations").json()["organizations"]) == 5
+
+
+def test_an_unreachable_organization_answers_503_until_reachable_and_others_are_served(client):
+    """Contract with the conformance battery (docs/conformance.md, scenario URL): `unreachable` cuts one
+    organization's native API off with 503s, `reachable` restores it; other organizations are served."""
+    made = create(client, "carolyns_dental", booking(), key="before").json()
+    cut = client.post("/_testing/arm", json={"organization_id": "carolyns_dental", "outcome": "unreachable"})
+    assert cut.json() == {"organization_id": "carolyns_dental", "armed": "unreachable"}
+    appointment = f"/api/organizations/carolyns_dental/appointments/{made['id']}"
+    assert client.get(appointment).status_code == 503
+    assert create(client, "carolyns_dental", booking(), key="during").status_code == 503
+    assert client.get("/api/organizations/gus_notary").status_code == 200
+    assert client.get("/_testing/stats", params={"organization_id": "carolyns_dental"}).status_code == 200
+    client.post("/_testing/arm", json={"organization_id": "carolyns_dental", "outcome": "reachable"})
+    assert client.get(appointment).status_code == 200
+    assert client.get("/_testing/faults").json()["rules"] == []
+
+
+def test_reachable_lifts_only_the_outage_and_keeps_the_rest_of_the_fault_profile(client):
+    """Platform choice (fault profile): the outage is one rule put first; lifting it leaves the profile's
+    other rules, and their hit counts, in force; cutting off twice is one rule."""
+    latency = {"organization_id": "gus_notary", "mode": "latency", "latency_ms": 1}
+    client.put("/_testing/faults", json={"rules": [latency]})
+    for _ in range(2):
+        client.post("/_testing/arm", json={"organization_id": "carolyns_dental", "outcome": "unreachable"})
+    client.get("/api/organizations/gus_notary")
+    profile = client.get("/_testing/faults").json()
+    assert [rule["organization_id"] for rule in profile["rules"]] == ["carolyns_dental", "gus_notary"]
+    assert profile["hits"] == [0, 1]
+    client.post("/_testing/arm", json={"organization_id": "carolyns_dental", "outcome": "reachable"})
+    profile = client.get("/_testing/faults").json()
+    assert ([rule["mode"] for rule in profile["rules"]], profile["hits"]) == (["latency"], [1])

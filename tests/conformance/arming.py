@@ -1,7 +1,8 @@
 """Loopback platform hooks for the toy server: the battery calls them over HTTP, files carry them over.
 
 It honors the documented hook contracts: `POST .../arm` `{"organization_id", "outcome"}` (2xx when armed)
-writes the outcome to the file the toy reads with `--arm-file`, consumed once; `GET .../stats` answers
+writes the outcome to the file the toy reads with `--arm-file`, consumed once (`unreachable` creates the
+file `<arm file>.unreachable` instead, `reachable` removes it); `GET .../stats` answers
 `{"create_requests": n}` from the count the toy keeps in its `--stats-file`; `POST .../appointment-status`
 `{"organization_id", "booking_id", "status"}` records the native status in the JSON the toy reads with
 `--status-file`; `POST .../service` `{"organization_id", "service_id"}` plus any of `price_amount`,
@@ -23,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 OUTCOMES = {"slot_taken", "rate_limited"}
+REACHABILITY = {"unreachable", "reachable"}
 NATIVE_STATUSES = {"confirmed", "pending", "cancelled", "no_show", "completed", "archived"}
 
 
@@ -125,7 +127,15 @@ def scenario_endpoint(arm_file: Path, organization_id: str = "conformance_co") -
                 status_file.write_text(json.dumps(statuses), encoding="utf-8")
                 self._answer(200, body)
                 return
-            if ours and body.get("outcome") in OUTCOMES:
+            if ours and body.get("outcome") in REACHABILITY:
+                seen.append(body)
+                flag = arm_file.with_name(arm_file.name + ".unreachable")
+                if body["outcome"] == "unreachable":
+                    flag.write_text("", encoding="utf-8")
+                else:
+                    flag.unlink(missing_ok=True)
+                self._answer(200)
+            elif ours and body.get("outcome") in OUTCOMES:
                 seen.append(body)
                 arm_file.write_text(str(body["outcome"]), encoding="utf-8")
                 self._answer(200)

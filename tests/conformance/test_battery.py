@@ -7,7 +7,9 @@ import sys
 import pytest
 
 from osbp.conformance import CATALOG, Fixtures, Report, ServerTarget, Verdict, run_battery, server_env
+from osbp.conformance.audit_checks import CHECK_IDS as AUDIT_CHECKS
 from osbp.conformance.elicitation_checks import CHECK_IDS
+from osbp.conformance.outage_checks import CHECK_IDS as OUTAGE_CHECKS
 from tests.conformance.arming import ScenarioEndpoint, scenario_endpoint
 from tests.conformance.toy_fixtures import FORMAT_2_CHECKS, toy_fixtures
 from tests.support.toy import toy_target
@@ -16,8 +18,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 MANDATE_MATRIX = {check.id for check in CATALOG if check.id.startswith("mandate.")}
 #: The checks of confirmation through the host: the toy server keeps the token path, so they are SKIP;
-#: so are the checks of the oracle's facts, as the toy's own file is format 1.
-HOST_PATH = set(CHECK_IDS)
+#: and the audit checks (the toy writes no audit log, so the battery is given none to read); so are the
+#: checks of the oracle's facts, as the toy's own file is format 1.
+HOST_PATH = set(CHECK_IDS) | set(AUDIT_CHECKS)
 UNGRADED = HOST_PATH | FORMAT_2_CHECKS
 
 
@@ -84,7 +87,8 @@ EXPECTED_FAILURES = {
     # The fixture slot's date is in daylight time, where -04:00 is right: only the DST dates show it, and
     # every instant graded over the run includes theirs.
     "fixed_offset": {"time.dst_rules", "time.instant_matches_wall_clock"},
-    "status_collapsed": {"status.native_mapping"},
+    # The outage check gives its booking a native status first; once reachable, booked is not current.
+    "status_collapsed": {"status.native_mapping", "status.reachable_current"},
     "token_not_bound_to_summary": {
         "approval.token_summary_bound",
         "approval.token_summary_cancellation_fee",
@@ -94,11 +98,15 @@ EXPECTED_FAILURES = {
         "approval.token_summary_location",
     },
     "token_never_expires": {"approval.token_expired"},
+    "verify_always_verified": {"verification.verify_wrong_code_refused", "verification.verify_code"},
+    "snapshot_unmarked": {"status.unreachable_not_current"},
+    "replay_unmarked": {"idempotency.replay_marked"},
 }
 #: The checks that need a platform hook, SKIP when it is absent.
 HOOKED = {
     "runtime.slot_taken",
     "runtime.rate_limited",
+    *OUTAGE_CHECKS,
     "idempotency.replay_offline",
     "status.native_mapping",
     "approval.token_summary_bound",
@@ -148,10 +156,11 @@ async def test_correct_toy_server_passes_every_check(fixtures, scenario):
     failures = {check.id: check.detail for check in report.checks if check.status is Verdict.FAIL}
     assert failures == {}
     assert _ids(report, Verdict.SKIP) == UNGRADED
-    assert report.ok is True
+    assert (report.ok, report.verdict) == (True, "INCOMPLETE")
     assert report.summary.passed == len(CATALOG) - len(UNGRADED)
     assert report.summary.total == len(CATALOG)
-    assert [request["outcome"] for request in scenario.requests] == ["slot_taken", "rate_limited"]
+    outcomes = [request["outcome"] for request in scenario.requests]
+    assert outcomes == ["slot_taken", "rate_limited", "unreachable", "reachable"]
     assert report.duration_seconds < 30  # docs/conformance.md: one process, one session, well inside 30 s
 
 
@@ -162,7 +171,16 @@ async def test_each_broken_server_fails_exactly_its_checks(fixtures, scenario, b
     report = await _graded(fixtures, scenario, broken)
     assert _ids(report, Verdict.FAIL) == EXPECTED_FAILURES[broken]
     assert _ids(report, Verdict.SKIP) == UNGRADED
-    assert report.ok is False
+    assert (report.ok, report.verdict) == (False, "FAIL")
+
+
+async def test_the_platform_is_made_reachable_again_after_an_outage_check_that_failed(fixtures, scenario):
+    """Platform choice (docs/conformance.md, scenario URL): `reachable` follows `unreachable` whatever the
+    server answered, so the next run against the platform finds it reachable."""
+    report = await _graded(fixtures, scenario, "snapshot_unmarked")
+    assert "status.unreachable_not_current" in _ids(report, Verdict.FAIL)
+    assert [request["outcome"] for request in scenario.requests][-2:] == ["unreachable", "reachable"]
+    assert not scenario.arm_file.with_name(scenario.arm_file.name + ".unreachable").exists()
 
 
 def test_the_no_mandate_check_set_is_the_whole_matrix_plus_the_refusing_boundaries():
@@ -179,11 +197,13 @@ def test_the_no_mandate_check_set_is_the_whole_matrix_plus_the_refusing_boundari
 async def test_without_the_platform_hooks_their_checks_are_skipped_not_failed(fixtures):
     """Platform choice (docs/conformance.md): without --scenario-url, --stats-url, --status-url and
     --catalog-url (and the fixtures' approval_ttl_seconds) the checks that need them are skipped, never
-    passed, and the run still passes."""
+    passed, and the run is INCOMPLETE, not PASS."""
     report = await run_battery(toy_target(), fixtures)
     assert _ids(report, Verdict.SKIP) == HOOKED | UNGRADED
     assert _ids(report, Verdict.FAIL) == set()
-    assert report.ok is True
+    assert (report.ok, report.verdict) == (True, "INCOMPLETE")
+    assert report.passes() is False
+    assert report.passes(allow_skips=True) is True
 
 
 async def test_without_a_stats_url_a_replay_that_calls_the_platform_is_not_certified(fixtures):
@@ -212,11 +232,17 @@ async def test_a_missing_server_executable_fails_initialize(fixtures):
     assert report.ok is False
 
 
-async def test_a_scenario_url_that_refuses_to_arm_fails_the_runtime_checks(fixtures, tmp_path):
+async def test_a_scenario_url_that_refuses_to_arm_fails_the_checks_that_need_it(fixtures, tmp_path):
     """Platform choice (docs/conformance.md): a given scenario URL that answers non-2xx is a failure, unlike
-    an absent one."""
+    an absent one; the check after an outage that never began is not reached."""
     with scenario_endpoint(tmp_path / "armed", organization_id="someone_else") as endpoint:
         report = await run_battery(toy_target(endpoint.arm_file), fixtures, scenario_url=endpoint.url)
-    assert _ids(report, Verdict.FAIL) == {"runtime.slot_taken", "runtime.rate_limited"}
-    details = {check.detail for check in report.checks if check.id.startswith("runtime.")}
+    failed = {"runtime.slot_taken", "runtime.rate_limited", "status.unreachable_not_current"}
+    assert _ids(report, Verdict.FAIL) == failed
+    details = {check.detail for check in report.checks if check.id in failed}
     assert all("HTTP 422" in detail for detail in details)
+    reached = next(check for check in report.checks if check.id == "status.reachable_current")
+    assert (reached.status, reached.detail) == (
+        Verdict.SKIP,
+        "not reached: status.unreachable_not_current failed first",
+    )

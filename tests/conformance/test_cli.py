@@ -10,8 +10,10 @@ import sys
 import pytest
 
 from osbp.conformance import CATALOG, reference_fixtures_path
+from osbp.conformance.audit_checks import CHECK_IDS as AUDIT_CHECKS
 from osbp.conformance.cli import main
 from osbp.conformance.elicitation_checks import CHECK_IDS
+from osbp.conformance.outage_checks import CHECK_IDS as OUTAGE_CHECKS
 from tests.conformance.toy_fixtures import FORMAT_2_CHECKS, write_toy_fixtures
 from tests.support.toy import TOY_SERVER
 
@@ -21,9 +23,10 @@ def _server(*flags: str) -> str:
 
 
 @pytest.mark.integration
-def test_osbp_conformance_grades_the_toy_server_pass_with_exit_0(scenario, tmp_path):
-    """Platform choice (docs/conformance.md): one line per check under its spec section, the final PASS line,
-    exit status 0 when nothing failed; the six platform hooks are flags, the token lifetime a fixture."""
+def test_osbp_conformance_grades_the_toy_incomplete_with_exit_0_when_skips_are_allowed(scenario, tmp_path):
+    """Platform choice (docs/conformance.md): one line per check under its spec section, the final line
+    INCOMPLETE naming the skipped checks, exit status 0 with --allow-skips when nothing failed; the six
+    platform hooks are flags, the token lifetime a fixture."""
     toy = _server(
         "--arm-file", str(scenario.arm_file),
         "--stats-file", str(scenario.stats_file),
@@ -43,18 +46,24 @@ def test_osbp_conformance_grades_the_toy_server_pass_with_exit_0(scenario, tmp_p
         "--provider-url", scenario.provider_url,
         "--location-url", scenario.location_url,
         "--timeout", "10",
+        "--allow-skips",
     ]  # fmt: skip
     run = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     lines = run.stdout.splitlines()
     assert run.returncode == 0, run.stdout + run.stderr
-    # The toy keeps the token path alone: the checks of confirmation through the host are SKIP, and so are
-    # the oracle's checks under its own format-1 file.
-    ungraded = set(CHECK_IDS) | FORMAT_2_CHECKS
-    passed = len(CATALOG) - len(ungraded)
-    assert lines[-1] == f"PASS {passed}/{len(CATALOG)} checks passed (0 failed, {len(ungraded)} skipped)"
+    # The toy keeps the token path alone (no confirmation through the host), writes no audit log, and its
+    # own format-1 file states none of the oracle's facts.
+    ungraded = {*CHECK_IDS, *AUDIT_CHECKS, *FORMAT_2_CHECKS}
+    skipped = [check.id for check in CATALOG if check.id in ungraded]
+    passed = len(CATALOG) - len(skipped)
+    assert lines[-1] == (
+        f"INCOMPLETE {passed}/{len(CATALOG)} checks passed (0 failed, {len(skipped)} skipped: "
+        + ", ".join(skipped)
+        + ")"
+    )
     verdicts = ("  PASS ", "  FAIL ", "  SKIP ")  # a SKIP's reason follows on a deeper line
     check_lines = [line.split()[:2] for line in lines[:-1] if line.startswith(verdicts)]
-    expected = [["SKIP" if check.id in ungraded else "PASS", check.id] for check in CATALOG]
+    expected = [["SKIP" if check.id in skipped else "PASS", check.id] for check in CATALOG]
     assert sorted(check_lines) == sorted(expected)
 
 
@@ -66,11 +75,13 @@ def test_json_output_of_a_broken_server_exits_1_naming_the_failed_check(capsys, 
     status = main(["--server", _server("--break", "jpy_cents"), "--fixtures", str(fixtures), "--json"])
     report = json.loads(capsys.readouterr().out)
     assert status == 1
-    assert report["ok"] is False
+    assert (report["ok"], report["verdict"]) == (False, "FAIL")
     assert {c["id"] for c in report["checks"] if c["status"] == "FAIL"} == {"money.jpy_minor_units"}
     assert {c["id"] for c in report["checks"] if c["status"] == "SKIP"} == {
         "runtime.slot_taken",
         "runtime.rate_limited",
+        *OUTAGE_CHECKS,
+        *AUDIT_CHECKS,
         "idempotency.replay_offline",
         "status.native_mapping",
         "approval.token_summary_bound",
@@ -83,6 +94,18 @@ def test_json_output_of_a_broken_server_exits_1_naming_the_failed_check(capsys, 
         *CHECK_IDS,  # the toy keeps the token path: no confirmation through the host
         *FORMAT_2_CHECKS,  # the toy's own file is format 1
     }
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("flags", "status"), [((), 1), (("--allow-skips",), 0)])
+def test_a_run_with_skips_exits_1_unless_skips_are_allowed(capsys, tmp_path, flags, status):
+    """Platform choice (docs/conformance.md): a run that skipped checks is INCOMPLETE, not a pass; only
+    --allow-skips accepts it."""
+    fixtures = write_toy_fixtures(tmp_path / "fixtures.json")
+    argv = ["--server", _server(), "--fixtures", str(fixtures), "--json", *flags]
+    assert main(argv) == status
+    report = json.loads(capsys.readouterr().out)
+    assert (report["ok"], report["verdict"], report["summary"]["failed"]) == (True, "INCOMPLETE", 0)
 
 
 @pytest.mark.integration

@@ -39,13 +39,25 @@ def _report(fixtures, *, fail: bool, skip: bool) -> Report:
     )
 
 
-def test_the_final_line_is_pass_when_nothing_failed_even_with_skips(fixtures):
-    """Platform choice (docs/conformance.md): `PASS n/N checks passed (f failed, s skipped)`; skips do not
-    fail a run."""
+def test_the_final_line_is_incomplete_naming_the_skipped_checks_when_nothing_failed(fixtures):
+    """Platform choice (docs/conformance.md): `INCOMPLETE n/N checks passed (0 failed, s skipped: ids)`; a
+    run with skips is not a pass (unless skips are allowed)."""
     report = _report(fixtures, fail=False, skip=True)
     total = len(CATALOG)
-    assert summary_line(report) == f"PASS {total - 2}/{total} checks passed (0 failed, 2 skipped)"
-    assert report.ok is True
+    assert summary_line(report) == (
+        f"INCOMPLETE {total - 2}/{total} checks passed "
+        "(0 failed, 2 skipped: runtime.slot_taken, runtime.rate_limited)"
+    )
+    assert (report.ok, report.verdict) == (True, "INCOMPLETE")
+    assert (report.passes(), report.passes(allow_skips=True)) == (False, True)
+
+
+def test_the_final_line_is_pass_only_when_every_check_passed(fixtures):
+    """Platform choice (docs/conformance.md): PASS means every check was graded and passed."""
+    report = _report(fixtures, fail=False, skip=False)
+    total = len(CATALOG)
+    assert summary_line(report) == f"PASS {total}/{total} checks passed (0 failed, 0 skipped)"
+    assert (report.verdict, report.passes()) == ("PASS", True)
 
 
 def test_the_final_line_starts_with_fail_when_a_check_failed(fixtures):
@@ -99,7 +111,7 @@ def test_a_failure_prints_the_expected_and_the_observed_value_then_the_detail(fi
 def test_the_json_report_carries_every_check_and_the_counts(fixtures):
     """Platform choice (docs/conformance.md): --json gives the same as a report object."""
     data = json.loads(render_json(_report(fixtures, fail=True, skip=False)))
-    assert data["ok"] is False
+    assert (data["ok"], data["verdict"], data["audit_log"]) == (False, "FAIL", None)
     assert data["summary"] == {"total": len(CATALOG), "passed": len(CATALOG) - 1, "failed": 1, "skipped": 0}
     assert [check["id"] for check in data["checks"]] == [check.id for check in CATALOG]
     assert {"id", "requirement", "section", "status", "detail", "expected", "observed"} == set(

@@ -14,13 +14,16 @@ from osbp.conformance.self_target import self_target
 
 @pytest.mark.integration
 def test_self_grades_this_projects_server_with_every_check_passing(capsys):
-    """Platform choice: this project's own server and platform pass every check, armed outcomes included."""
+    """Platform choice: this project's own server and platform pass every check, armed outcomes and the
+    audit log included: nothing is skipped, so the verdict is PASS without --allow-skips."""
     status = main(["--self", "--json"])
     report = json.loads(capsys.readouterr().out)
     failures = {check["id"]: check["detail"] for check in report["checks"] if check["status"] != "PASS"}
     assert failures == {}
     assert status == 0
     assert report["summary"]["passed"] == len(CATALOG)
+    assert report["verdict"] == "PASS"
+    assert report["audit_log"].endswith("events.jsonl")
 
 
 @pytest.mark.integration
@@ -42,9 +45,11 @@ async def test_this_projects_server_passes_every_check_twice_in_a_row_against_on
                 catalog_url=own.catalog_url,
                 provider_url=own.provider_url,
                 location_url=own.location_url,
+                audit_log=own.audit_log,
             )
             for _ in range(2)
         ]
     for report in reports:
         assert {check.id: check.detail for check in report.checks if check.status is not Verdict.PASS} == {}
+        assert report.verdict == "PASS"
     assert all(report.rate_limit_waited_seconds > 0 for report in reports)

@@ -4,14 +4,16 @@ conformance battery can pass, and, with `--break <name>`, that it can fail.
     python toy_server.py [--break NAME] [--arm-file PATH] [--stats-file PATH] [--status-file PATH]
                          [--catalog-file PATH] [--approval-ttl SECONDS]
 
-The platform matches `conformance/fixture_files/osbp-reference.json`. `--arm-file` names a file whose content
-(`slot_taken` or `rate_limited`), when present, fails the next approved create once and is removed: the
-tests' scenario endpoint writes it. `--stats-file` is where the toy counts the creates that reach its
-platform; `--status-file` is a JSON object of native statuses by booking id (the tests' hooks read and
-write them); `--catalog-file` is a JSON object of catalog changes (prices, fees and cancellation windows by
-service id, provider and location names by id; see `arming.py`) that override the built-in ones, read on
-every call. `--approval-ttl` makes approval tokens expire that many seconds after
-their challenge (default: never, as the fixtures name no lifetime). Broken variants:
+The platform matches `conformance/fixture_files/osbp-reference.json`. `--arm-file` names a file whose
+content (`slot_taken` or `rate_limited`), when present, fails the next approved create once and is removed:
+the tests' scenario endpoint writes it; while a file beside it named `<arm file>.unreachable` exists, the
+platform cannot be reached (booking.status answers the booking as created, marked not current).
+`--stats-file` is where the toy counts the creates that reach its platform; `--status-file` is a JSON object
+of native statuses by booking id (the tests' hooks read and write them); `--catalog-file` is a JSON object
+of catalog changes (prices, fees and cancellation windows by service id, provider and location names by id;
+see `arming.py`) that override the built-in ones, read on every call. `--approval-ttl` makes approval tokens
+expire that many seconds after their challenge (default: never, as the fixtures name no lifetime). Broken
+variants:
 
     no_mandate_check       books without validating the mandate (the approval gate still runs)
     jpy_cents              reports JPY prices x100, as if the currency had cents
@@ -26,6 +28,9 @@ their challenge (default: never, as the fixtures name no lifetime). Broken varia
     status_collapsed       reports every native status as booked
     token_not_bound_to_summary  accepts a token after a fact of its summary changed
     token_never_expires    accepts a token whatever its age
+    verify_always_verified answers verification.verify with verified: true for any code
+    snapshot_unmarked      answers booking.status during an outage without the not-current marker
+    replay_unmarked        answers an idempotent replay without osbp_runtime
 
 Deliberately self-contained (no import from the project or the battery), so it grades nothing by sharing
 code with the grader.
@@ -66,7 +71,13 @@ BREAKS = (
     "status_collapsed",
     "token_not_bound_to_summary",
     "token_never_expires",
+    "verify_always_verified",
+    "snapshot_unmarked",
+    "replay_unmarked",
 )
+#: How a replay and an outage snapshot say how they were produced (osbp_runtime).
+REPLAYED = {"idempotency": "local_cache_replay", "message": "Replayed from local idempotency state."}
+SNAPSHOT = {"message": "The platform is unreachable: this is the booking as created, not its current state."}
 #: Native status -> protocol status (the fixtures' native_statuses).
 NATIVE_STATUSES = {
     "confirmed": "booked",
@@ -167,6 +178,8 @@ class Toy:
         #: token -> (payload digest, summary shown, when issued on time.monotonic()).
         self.tokens: dict[str, tuple[str, str, float]] = {}
         self.bookings: dict[str, dict[str, Any]] = {}
+        #: The osbp_runtime of the answer being built, if the work sets one.
+        self.runtime: dict[str, str] | None = None
 
     # --- envelopes -------------------------------------------------------------------------------------
     def answer(self, body: dict[str, Any], *, audited: bool = True) -> CallToolResult:
@@ -188,8 +201,11 @@ class Toy:
         return self.answer({"ok": False, "problem": problem}, audited=False)
 
     def run(self, work: Any) -> CallToolResult:
+        self.runtime = None
         try:
-            return self.answer({"ok": True, "value": work()})
+            value = work()
+            runtime: dict[str, Any] = {"osbp_runtime": self.runtime} if self.runtime else {}
+            return self.answer({"ok": True, "value": value, **runtime})
         except Fail as failure:
             return self.answer({"ok": False, "problem": failure.problem})
 
@@ -434,6 +450,8 @@ class Toy:
                 )
             if "replay_calls_platform" in self.breaks:
                 self.count_platform_create()
+            if "replay_unmarked" not in self.breaks:
+                self.runtime = REPLAYED
             return receipt
         service = self.service(args["service_id"])
         if "no_mandate_check" not in self.breaks:
@@ -479,6 +497,11 @@ class Toy:
     def status(self, booking_id: str) -> dict[str, Any]:
         if booking_id not in self.bookings:
             raise Fail("booking_not_found", "No appointment matches.", False)
+        outage = self.arm_file.with_name(self.arm_file.name + ".unreachable") if self.arm_file else None
+        if outage is not None and outage.exists():
+            if "snapshot_unmarked" not in self.breaks:
+                self.runtime = SNAPSHOT
+            return self.bookings[booking_id]
         native = "confirmed"
         if self.status_file is not None and self.status_file.exists():
             native = json.loads(self.status_file.read_text(encoding="utf-8")).get(booking_id, native)
@@ -538,6 +561,8 @@ def build(toy: Toy) -> MCPServer:
     @server.tool(name="osbp_verification_verify", annotations=hints(False, idempotent=False))
     def verification_verify(customer: dict[str, Any], purpose: str, code: str) -> CallToolResult:
         def refuse() -> dict[str, Any]:
+            if "verify_always_verified" in toy.breaks:
+                return {"verified": True, "method": "sms", "purpose": purpose}
             raise Fail("verification_verify_unsupported", "Pass the code to booking.create instead.", False)
 
         return toy.run(refuse)

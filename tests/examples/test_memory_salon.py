@@ -35,10 +35,13 @@ NOW = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
 DATE, TIME = "2030-05-02", "10:00"  # a Thursday; the salon opens at 09:00 Chicago time
 ROSA = "memory_salon_rosa"
 #: What the battery grades on this example: every check but those that need a platform hook (the two armed
-#: outcomes, the replay observation, the native statuses) and the fee summary (the salon surfaces no fee).
+#: outcomes, the outage, the replay observation, the native statuses) and the fee summary (the salon
+#: surfaces no fee). Its audit log is graded.
 SKIPPED = {
     "runtime.slot_taken",
     "runtime.rate_limited",
+    "status.unreachable_not_current",
+    "status.reachable_current",
     "idempotency.replay_offline",
     "status.native_mapping",
     "summary.fees",
@@ -103,7 +106,8 @@ async def test_the_example_passes_the_conformance_battery_over_the_stdio_wire(tm
     command += ["--state-path", str(tmp_path / "state.db"), "--audit-log-path", str(tmp_path / "audit.jsonl")]
     # The server inherits only a few variables, so the example's folder is passed on explicitly.
     target = ServerTarget(command, env=server_env({"PYTHONPATH": str(EXAMPLE)}), cwd=str(tmp_path))
-    report = await run_battery(target, load_fixtures(EXAMPLE / "fixtures.json"))
+    fixtures = load_fixtures(EXAMPLE / "fixtures.json")
+    report = await run_battery(target, fixtures, audit_log=tmp_path / "audit.jsonl")
     failures = {check.id: check.detail for check in report.checks if check.status is Verdict.FAIL}
     assert failures == {}
     skipped = {check.id for check in report.checks if check.status is Verdict.SKIP}

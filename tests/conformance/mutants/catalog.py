@@ -501,6 +501,44 @@ MUTANTS: tuple[Mutant, ...] = (
         "a native status OSBP does not know is reported as booked",
         "status.native_unknown",
     ),
+    # Paths driven end to end, and the audit log read after the run.
+    _m(
+        "verify_always_verified",
+        "core",
+        "verification.verify answers verified: true for any code",
+        "verification.verify",
+    ),
+    _m(
+        "status_snapshot_unmarked",
+        "core",
+        "booking.status of an unreachable platform presents the creation snapshot as current state",
+        "status.unreachable_not_current",
+    ),
+    _m(
+        "fresh_create_marked_as_replay",
+        "core",
+        "a create that booked says it was replayed without calling the platform",
+        "idempotency.fresh_create_unmarked",
+    ),
+    _m("replay_unmarked", "core", "an idempotent replay omits osbp_runtime", "idempotency.replay_marked"),
+    _m(
+        "audit_tokens_in_clear",
+        "core",
+        "the audit log keeps approval tokens in clear",
+        "audit.redacted",
+    ),
+    _m(
+        "audit_hashes_over_unredacted",
+        "core",
+        "input_hash and result_hash are computed over the unredacted snapshots",
+        "audit.hashes",
+    ),
+    _m(
+        "audit_reads_unrecorded",
+        "core",
+        "reads answer an audit_event_id but write no record",
+        "audit.record_per_call",
+    ),
 )
 
 #: The mutants keyed by name.

@@ -15,18 +15,24 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from osbp.protocol import approval, booking, mandate
+from osbp.protocol import approval, booking, core, mandate
 from osbp.protocol.approval import merchant_visible_name
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.contract import Success
 from osbp.protocol.idempotency import LOCAL_CACHE_REPLAY
 from osbp.protocol.mandate import check_requested_wall_clock
-from osbp.protocol.models import BookingCreateInput, Problem, Receipt
+from osbp.protocol.models import (
+    BookingCreateInput,
+    Problem,
+    Receipt,
+    VerificationChallenge,
+    VerificationVerifyInput,
+)
 from osbp.protocol.money import fixed_amount, minor_unit_exponent
 from osbp.protocol.port import BookingRequest
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.timeutil import parse_wall_clock
-from osbp.server import confirmation, dispatch
+from osbp.server import audit, confirmation, dispatch, redaction
 
 __all__ = ["CORE_MUTANTS", "install"]
 
@@ -637,6 +643,80 @@ def _null_for_absent_fields() -> None:
     _replace(dispatch, "_wire", wire)
 
 
+# --- Paths the battery drives end to end: verify, an unreachable platform, the replay marker, audit ------
+
+
+def _verify_always_verified() -> None:
+    async def verify(self: Any, inp: VerificationVerifyInput) -> Any:
+        return Success(VerificationChallenge(verified=True, method="sms", purpose=inp.purpose or ""))
+
+    _replace(core.OsbpCore, "verify_code", verify)
+
+
+def _status_snapshot_unmarked() -> None:
+    get_booking = core.OsbpCore.get_booking
+
+    async def mutated(self: Any, inp: Any) -> Any:
+        result = await get_booking(self, inp)
+        if isinstance(result, Success) and result.runtime == core.SNAPSHOT_FALLBACK:
+            return Success(result.value)  # the creation snapshot, presented as current platform state
+        return result
+
+    _replace(core.OsbpCore, "get_booking", mutated)
+
+
+def _create_runtime(adjust: Callable[[Any], Any]) -> None:
+    create = booking.BookingPipeline.create
+
+    async def mutated(self: Any, inp: BookingCreateInput) -> Any:
+        result = await create(self, inp)
+        return adjust(result) if isinstance(result, Success) else result
+
+    _replace(booking.BookingPipeline, "create", mutated)
+
+
+def _fresh_create_marked_as_replay() -> None:
+    _create_runtime(lambda result: Success(result.value, runtime=result.runtime or LOCAL_CACHE_REPLAY))
+
+
+def _replay_unmarked() -> None:
+    _create_runtime(lambda result: Success(result.value) if result.runtime == LOCAL_CACHE_REPLAY else result)
+
+
+def _audit_tokens_in_clear() -> None:
+    # The redactor no longer knows approval tokens: the key is kept, the retry instruction left as is.
+    _replace(redaction, "_TOKEN_PREFIX", "\x00 no token marker \x00")
+    _wrap(
+        redaction.Redactor,
+        "allows",
+        lambda allows: lambda self, parent, key: key == "token" or allows(self, parent, key),
+    )
+
+
+def _audit_hashes_over_unredacted() -> None:
+    snapshot = audit.AuditLog._snapshot
+
+    def mutated(self: Any, draft: Any) -> Any:
+        made = snapshot(self, draft)
+        hashes = {"input_hash": sha256_hex(draft.input), "result_hash": sha256_hex(draft.result)}
+        return audit._Snapshot(made.fields | hashes, made.canonical)
+
+    _replace(audit.AuditLog, "_snapshot", mutated)
+
+
+_READS = frozenset({"service.describe", "availability.find", "policy.explain", "booking.status"})
+
+
+def _audit_reads_unrecorded() -> None:
+    aappend = audit.AuditLog.aappend
+
+    async def mutated(self: Any, draft: Any, *, durable: bool = True) -> None:
+        if draft.tool_name not in _READS:
+            await aappend(self, draft, durable=durable)
+
+    _replace(audit.AuditLog, "aappend", mutated)
+
+
 #: Every core mutant by name: what to install in the server process before it starts.
 CORE_MUTANTS: dict[str, Callable[[], None]] = {
     "mandate_expiry_skipped": _expiry_skipped,
@@ -698,6 +778,13 @@ CORE_MUTANTS: dict[str, Callable[[], None]] = {
     "summary_wrong_weekday": _summary_wrong_weekday,
     "summary_price_divided_by_100": _summary_price_divided_by_100,
     "summary_claims_free_cancellation": _summary_claims_free_cancellation,
+    "verify_always_verified": _verify_always_verified,
+    "status_snapshot_unmarked": _status_snapshot_unmarked,
+    "fresh_create_marked_as_replay": _fresh_create_marked_as_replay,
+    "replay_unmarked": _replay_unmarked,
+    "audit_tokens_in_clear": _audit_tokens_in_clear,
+    "audit_hashes_over_unredacted": _audit_hashes_over_unredacted,
+    "audit_reads_unrecorded": _audit_reads_unrecorded,
 }
 
 

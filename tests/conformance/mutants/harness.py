@@ -112,12 +112,13 @@ async def run_matrix(mutants: Sequence[Mutant] = MUTANTS, *, workers: int = 2) -
             async with limiter:
                 base = run_base_url(platform_url, name)
                 command, extra = server_command(mutant)
+                audit_log = Path(state) / name / "audit" / "events.jsonl"
                 env = server_env(
                     {
                         "OSBP_PLATFORM_BASE_URL": base,
                         "OSBP_ORGANIZATION_ID": fixtures.organization_id,
                         "OSBP_STATE_PATH": str(Path(state) / name / "state.db"),
-                        "OSBP_AUDIT_LOG_PATH": str(Path(state) / name / "audit" / "events.jsonl"),
+                        "OSBP_AUDIT_LOG_PATH": str(audit_log),
                         "OSBP_APPROVAL_TTL_SECONDS": str(SELF_APPROVAL_TTL_SECONDS),
                         "PYTHONPATH": str(REPO),
                         **extra,
@@ -132,6 +133,8 @@ async def run_matrix(mutants: Sequence[Mutant] = MUTANTS, *, workers: int = 2) -
                     "location_url": "/_testing/location",
                 }
                 options: dict[str, Any] = {k: base + path for k, path in hooks.items() if k in accepted}
+                if "audit_log" in accepted:
+                    options["audit_log"] = audit_log
                 expiring = mutant is None or mutant.named_by(_EXPIRY)
                 report = await run_battery(
                     ServerTarget(command, env=env, cwd=str(REPO)),

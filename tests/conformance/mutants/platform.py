@@ -12,6 +12,9 @@ one run arms or counts must not leak into another running at the same time:
   contact's open challenge and a create consumes it, and every run verifies the same fixture customer;
 * either hold ends after a few seconds if that create never comes;
 * ``GET …/_testing/stats`` answers the run's own counters (create requests it sent, appointments made);
+* ``POST …/_testing/arm`` with ``"outcome": "unreachable"`` (or ``"reachable"``) cuts off (or restores) the
+  run's own prefix, answering its native requests 503 as the platform's fault rule would: the
+  organization is shared, so the platform's own organization-wide rule would cut off every other run;
 * ``POST …/_testing/reset`` is a no-op: one run must never reset another's platform.
 """
 
@@ -62,6 +65,8 @@ class RunRouter:
         self.parked: Counter[str] = Counter()
         self.create_requests: Counter[str] = Counter()
         self.appointments: defaultdict[str, set[str]] = defaultdict(set)
+        #: The runs whose platform is unreachable (the scenario hook's "unreachable" outcome).
+        self.unreachable: set[str] = set()
 
     @property
     def _condition(self) -> asyncio.Condition:
@@ -78,13 +83,22 @@ class RunRouter:
         run, rest = match["run"], match["rest"]
         scope = {**scope, "path": rest, "raw_path": rest.encode()}
         method = scope["method"]
-        if method == "POST" and rest == "/_testing/reset":
+        if run in self.unreachable and rest.startswith("/api/"):
+            problem = {"type": "about:blank", "title": "Service Unavailable", "status": 503}
+            await _json(send, 503, problem)
+        elif method == "POST" and rest == "/_testing/reset":
             await _json(send, 200, {"reset": True})
         elif method == "GET" and rest == "/_testing/stats":
             await self._stats(run, scope, send)
         elif method == "POST" and rest == "/_testing/arm":
+            body = await _body(receive)
+            outcome = _outcome(body)
+            if outcome in ("unreachable", "reachable"):
+                (self.unreachable.add if outcome == "unreachable" else self.unreachable.discard)(run)
+                await _json(send, 200, {"armed": outcome})
+                return
             await self._take(run, until_success=False)
-            await self.app(scope, receive, send)
+            await self.app(scope, _replayed(body, receive), send)
         elif method == "POST" and _SEND.match(rest):
             await self._take(run, until_success=True)
             await self.app(scope, receive, send)
@@ -163,6 +177,37 @@ class RunRouter:
                 "create_requests": self.create_requests[run],
             },
         )
+
+
+async def _body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def _replayed(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands the app the body already read, then the connection's own messages."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replayed
+
+
+def _outcome(body: bytes) -> object:
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return None
+    return parsed.get("outcome") if isinstance(parsed, dict) else None
 
 
 def _id_of(body: bytes) -> str | None:
