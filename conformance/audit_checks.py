@@ -210,6 +210,10 @@ def _codes(exchange: Exchange) -> set[str]:
     return {arguments[key] for key in ("verification_code", "code") if isinstance(arguments.get(key), str)}
 
 
+#: The reads whose answers are the merchant's catalog, never a customer's data.
+_CATALOG_READS = frozenset({"osbp_service_describe", "osbp_availability_find", "osbp_policy_explain"})
+
+
 def sentinels(exchanges: list[Exchange]) -> set[str]:
     """What the battery sent (or was issued) that the spec says no audit event may hold: customer names
     and contacts, approval tokens. (Verification codes are per call: see `_grade_redaction`.)"""
@@ -225,7 +229,17 @@ def sentinels(exchanges: list[Exchange]) -> set[str]:
             found.add(token)
     # A phone written as digits only is the same number.
     found.update({value.lstrip("+") for value in found if re.fullmatch(r"\+\d{7,15}", value)})
-    return {value for value in found if value}
+    # A name part the merchant's catalog itself carries (a family name that is also a word of the
+    # organization's name) is merchant data where a catalog read answers it: only what the catalog never
+    # shows is a sentinel. (booking.status may echo the customer, so it is not a catalog read.)
+    public = _pattern(found)
+    published: set[str] = set()
+    if public is not None:
+        for exchange in exchanges:
+            if exchange.tool in _CATALOG_READS and exchange.envelope is not None:
+                text = json.dumps(exchange.envelope, ensure_ascii=False)
+                published.update(match.group(0).casefold() for match in public.finditer(text))
+    return {value for value in found if value and value.casefold() not in published}
 
 
 def _pattern(values: set[str]) -> re.Pattern[str] | None:

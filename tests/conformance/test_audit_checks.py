@@ -10,7 +10,7 @@ from typing import Any
 
 import rfc8785
 
-from osbp.conformance.audit_checks import CHECK_IDS, AuditLogFile, grade_audit, spec_tool_name
+from osbp.conformance.audit_checks import CHECK_IDS, AuditLogFile, grade_audit, sentinels, spec_tool_name
 from osbp.conformance.envelope_checks import SCHEMA_INVALID_CALL
 from osbp.conformance.grading import Grader, Verdict
 from osbp.conformance.wire import Exchange
@@ -135,6 +135,29 @@ def test_a_customer_contact_in_clear_fails_the_redaction_check(tmp_path):
         leaked["hash"] = _sha(leaked)
         handle.write(json.dumps(leaked) + "\n")
     assert set(_failed(tmp_path / "log.jsonl")) == {"audit.redacted"}
+
+
+def test_a_name_part_the_catalog_carries_is_merchant_data_but_the_whole_name_is_still_a_leak(tmp_path):
+    """Platform choice (docs/conformance.md, the audit log): a family name that is also a word of the
+    merchant's catalog ("Conformance" of "Conformance Co") may appear where the catalog does; the customer's
+    whole name may not."""
+    catalog = {"ok": True, "value": {"id": "x", "name": "Conformance Co cleaning"}}
+    customer = {**CUSTOMER, "given_name": "Casey", "family_name": "Conformance"}
+    create = {**CREATE_INPUT, "customer": customer}
+    described = Exchange(
+        "osbp_service_describe", {"service_id": "x"}, result({**catalog, "audit_event_id": "aud_1"})
+    )
+    created = Exchange("osbp_booking_create", create, result({**RECEIPT, "audit_event_id": "aud_2"}))
+    invalid = Exchange(*SCHEMA_INVALID_CALL, result({"ok": False, "problem": {"code": "invalid_input"}}))
+    records = [
+        {"id": "aud_1", "tool_name": "service.describe", "input": {"service_id": "x"}, "result": catalog},
+        {"id": "aud_2", "tool_name": "booking.create", "input": create, "result": RECEIPT},
+    ]
+    _write(tmp_path / "log.jsonl", records)
+    assert _failed(tmp_path / "log.jsonl", [described, created, invalid]) == {}
+    found = sentinels([described, created, invalid])
+    assert "Conformance" not in found
+    assert {"Casey Conformance", "Casey", "+15555550142", "15555550142", TOKEN} <= found
 
 
 def test_a_sandbox_code_in_platform_data_is_no_leak_but_in_the_call_that_carried_it_is(tmp_path):

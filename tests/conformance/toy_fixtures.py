@@ -27,6 +27,7 @@ FORMAT_2_CHECKS = frozenset(
         "summary.fees_oracle",
         "prose.price_text",
         "prose.policy_supported",
+        "approval.free_service_gated",
     }
 )
 
@@ -36,7 +37,7 @@ def format_1(raw: dict[str, Any]) -> dict[str, Any]:
     old = {key: value for key, value in raw.items() if key not in ("fixture_format", "all_day", "slots")}
     old["schedule"] = {"id": raw["schedule"]["id"], "has_coordinates": raw["schedule"]["has_coordinates"]}
     old["providers"] = {key: raw["providers"][key] for key in ("in_scope", "other")}
-    kept = {"id", "price", "deposit", "method", "code"}
+    kept = {"id", "price", "deposit", "method", "code", "pre_verification"}
     old["services"] = {
         role: {key: value for key, value in service.items() if key in kept}
         for role, service in raw["services"].items()
