@@ -1,12 +1,12 @@
 """The read tools graded against the oracle: each fact the fixture file states, never the server's own.
 
-service.describe, policy.explain and availability.find must state, for every fixture service and schedule
-that the file describes, exactly the facts it lists (price with type and display per currency, duration,
-consultation flag, fees, payment requirement, deposit, cancellation window, verification, opening hours
-per ISO weekday). A fact the file does not state is not graded; a format-1 file states none, and the
-checks then SKIP. The module also asks for the approval challenge of each priced role the other checks
-do not reach (free, fees, every non-USD currency, under a cap in that currency), so the prose checks,
-graded over every recorded summary at the end, see each currency's price text.
+service.describe, policy.explain and availability.find (each slot's price) must state, for every fixture
+service and schedule that the file describes, exactly the facts it lists (price with type and display per
+currency, duration, consultation flag, fees, payment requirement, deposit, cancellation window,
+verification, opening hours per ISO weekday). A fact the file does not state is not graded; a format-1
+file states none, and the checks then SKIP. The module also asks for the approval challenge of each priced
+role the other checks do not reach (free, fees, every non-USD currency, under a cap in that currency), so
+the prose checks, graded over every recorded summary at the end, see each currency's price text.
 """
 
 from __future__ import annotations
@@ -159,6 +159,28 @@ def _displays(service: ServiceRef, value: object, policy: object) -> tuple[int, 
     return count, problems
 
 
+async def _offered_prices(probe: Probe, service_id: str) -> list[tuple[str, object]]:
+    """The price of each slot availability.find offers for the service on the fixture date and schedule."""
+    fixtures = probe.fixtures
+    exchange = await probe.wire.call(
+        "osbp_availability_find",
+        {
+            "service_id": service_id,
+            "schedule_id": fixtures.schedule.id,
+            "date": fixtures.slot.date.isoformat(),
+            "provider_id": fixtures.providers.in_scope,
+        },
+    )
+    slots = exchange.value if isinstance(exchange.value, list) else []
+    if not slots:
+        return [(f"availability.find {service_id}: {exchange.describe()}", None)]
+    return [
+        (f"availability.find {service_id} slot {slot.get('starts_at_local')}", slot.get("price"))
+        for slot in slots
+        if isinstance(slot, dict)
+    ]
+
+
 async def _hours_of(probe: Probe, schedule: Schedule, service_id: str) -> object:
     """The schedule_hours the first slot of `schedule` carries on the fixture date."""
     exchange = await probe.wire.call(
@@ -232,7 +254,7 @@ async def grade_oracle(probe: Probe) -> None:
             probe.grader.skipped(check_id, reason)
         return
     roles = probe.fixtures.services.roles()
-    described, explained = {}, {}
+    described, explained, offered = {}, {}, {}
     for service in roles.values():
         described[service.id] = (
             await probe.wire.call("osbp_service_describe", {"service_id": service.id})
@@ -240,8 +262,14 @@ async def grade_oracle(probe: Probe) -> None:
         explained[service.id] = (
             await probe.wire.call("osbp_policy_explain", {"service_id": service.id})
         ).value
+        if service.price is not None:
+            offered[service.id] = await _offered_prices(probe, service.id)
     with probe.grader.check("oracle.service_facts", f"{len(roles)} services"):
         problems = [p for s in roles.values() for p in _service_problems(s, described[s.id])]
+        for service in roles.values():
+            for where, price in offered.get(service.id, []):
+                if service.price is not None and (problem := money_problem(where, price, service.price)):
+                    problems.append(problem)
         expect(not problems, summarize(problems))
     with probe.grader.check("oracle.policy_facts", f"{len(roles)} services"):
         problems = [p for s in roles.values() for p in _policy_problems(s, explained[s.id])]
@@ -250,6 +278,11 @@ async def grade_oracle(probe: Probe) -> None:
     for service in roles.values():
         found, wrong = _displays(service, described[service.id], explained[service.id])
         count, problems = count + found, problems + wrong
+        if isinstance(service.price, Money) and service.price.display is not None:
+            for where, price in offered.get(service.id, []):
+                count += 1
+                if problem := _display_problem(where, price, service.price):
+                    problems.append(problem)
     if count == 0:
         probe.grader.skipped("oracle.price_display", "the fixture file states no display string")
     else:

@@ -218,3 +218,15 @@ def test_concurrent_reschedules_and_a_create_to_one_free_time_leave_exactly_one_
     assert codes.count(200) + codes.count(201) == 1
     assert len(holders) == codes.count(200)
     assert stats["active_appointments"] == len(ids) + codes.count(201)
+
+
+def test_the_archived_status_is_held_read_back_and_frees_the_time(client):
+    """Platform choice (docs/backend-api.md): `archived`, set only through the status hook, is read back as
+    is (a status OSBP does not know) and no longer holds its time, and no merchant action applies to it."""
+    appointment = _book(client)
+    _set_status(client, appointment["id"], "archived")
+    read = client.get(f"{API}/appointments/{appointment['id']}")
+    assert read.json()["status"] == "archived"
+    assert _act(client, appointment["id"], "confirm").status_code == 409
+    again = create(client, ORG, booking(), key="key-2")
+    assert again.status_code == 201, again.text
