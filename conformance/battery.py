@@ -13,6 +13,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from typing import IO
 
 from pydantic import BaseModel, ConfigDict
@@ -22,7 +23,7 @@ from osbp.conformance.booking_checks import grade_bookings
 from osbp.conformance.elicitation_checks import grade_elicitation
 from osbp.conformance.envelope_checks import grade_envelopes, grade_rejections
 from osbp.conformance.fixtures import Fixtures
-from osbp.conformance.grading import CheckResult, Grader, Verdict
+from osbp.conformance.grading import CheckResult, Grader, StopGrading, Verdict
 from osbp.conformance.mandate_checks import grade_mandates
 from osbp.conformance.payloads import Payloads
 from osbp.conformance.probe import Probe
@@ -163,6 +164,7 @@ async def run_battery(
     errlog: IO[str] | None = None,
     clock: Callable[[], dt.datetime] = _utc_now,
     nonce: str | None = None,
+    fail_fast: bool = False,
 ) -> Report:
     """Grade the server `target` starts against `fixtures`; `call_timeout` bounds each call in seconds.
 
@@ -172,9 +174,10 @@ async def run_battery(
 
     The server's stderr goes to `errlog` (a temporary file by default, quoted when the start fails).
     `clock` dates the mandates; `nonce` makes this run's idempotency keys and mandate ids unique.
+    With `fail_fast` the run stops at the first FAIL and the checks not reached are SKIP.
     """
     started = time.monotonic()
-    grader = Grader()
+    grader = Grader(fail_fast=fail_fast)
     now = clock()
     payloads = Payloads(fixtures, now=now, nonce=nonce or secrets.token_hex(4))
     own_log = errlog is None
@@ -216,13 +219,18 @@ async def run_battery(
             aborted = _describe(exc)
         else:
             stderr = _tail(log) if own_log else ""
-            grader.failed(
-                "wire.initialize", _describe(exc) + (f"; server stderr: {stderr}" if stderr else "")
-            )
+            with suppress(StopGrading):  # the run is over either way
+                grader.failed(
+                    "wire.initialize", _describe(exc) + (f"; server stderr: {stderr}" if stderr else "")
+                )
     finally:
         if own_log:
             log.close()
-    if not initialized:
+    if grader.stopped_at:
+        results = grader.results(
+            missing=Verdict.SKIP, missing_detail=f"not graded: --fail-fast stopped at {grader.stopped_at}"
+        )
+    elif not initialized:
         results = grader.results(
             missing=Verdict.SKIP, missing_detail="not reached: wire.initialize failed first"
         )

@@ -3,7 +3,7 @@
     osbp conformance --server "<command line>" --fixtures <file.json> [--scenario-url <url>]
                      [--stats-url <url>] [--status-url <url>] [--catalog-url <url>]
                      [--env KEY=VALUE ...] [--cwd DIR]
-                     [--timeout S] [--server-log FILE] [--json]
+                     [--timeout S] [--server-log FILE] [--json] [--fail-fast]
     osbp conformance --url <http://host:port/mcp> [--token TOKEN] --fixtures <file.json> [hooks as above]
     osbp conformance --self [--transport stdio|streamable-http] [--json] [--timeout S]
     osbp conformance --list-checks [--markdown]
@@ -79,6 +79,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--server-log", metavar="FILE", help="append the server's stderr to FILE")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--fail-fast", action="store_true", help="stop at the first FAIL (the checks not reached are SKIP)"
+    )
     parser.add_argument("--markdown", action="store_true", help="with --list-checks: a Markdown table")
     return parser
 
@@ -132,6 +135,7 @@ def _grade(
                 catalog_url=catalog_url,
                 call_timeout=args.timeout,
                 errlog=errlog,
+                fail_fast=args.fail_fast,
             )
 
         return anyio.run(grade)

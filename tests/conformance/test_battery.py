@@ -183,3 +183,16 @@ async def test_a_scenario_url_that_refuses_to_arm_fails_the_runtime_checks(fixtu
     assert _ids(report, Verdict.FAIL) == {"runtime.slot_taken", "runtime.rate_limited"}
     details = {check.detail for check in report.checks if check.id.startswith("runtime.")}
     assert all("HTTP 422" in detail for detail in details)
+
+
+async def test_fail_fast_stops_at_the_first_failure_and_skips_the_rest(fixtures, scenario):
+    """Platform choice (docs/conformance.md, --fail-fast, used by the mutation run): one FAIL, the first of
+    the broken server's, and every check not reached SKIP with the reason."""
+    target = toy_target(scenario.arm_file, "no_mandate_check")
+    report = await run_battery(target, fixtures, scenario_url=scenario.url, fail_fast=True)
+    (failed,) = _ids(report, Verdict.FAIL)
+    assert failed in EXPECTED_FAILURES["no_mandate_check"]
+    stopped = [c for c in report.checks if c.detail == f"not graded: --fail-fast stopped at {failed}"]
+    assert len(stopped) > len(CATALOG) // 3
+    assert all(c.status is Verdict.SKIP for c in stopped)
+    assert report.ok is False
