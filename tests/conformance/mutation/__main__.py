@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from tests.conformance.mutation.plan import MODULES
 from tests.conformance.mutation.score import (
+    Decision,
     Mutant,
     load_decisions,
     read_session,
@@ -79,8 +80,35 @@ def _table(args: argparse.Namespace) -> int:
     return 0
 
 
+_HEADER = """\
+# The decision for each mutant that survives `make mutation` (docs/conformance.md, "Mutation score").
+# Keyed by module, operator and the changed line before/after (stripped). decision is one of:
+#   equivalent   no answer of any server built from the mutant differs (reason: why)
+#   unreachable  only a platform answer or state the battery cannot produce tells it apart (reason: which)
+#   check        a battery check now kills it (check: its id)
+#   open         a check is owed (reason: the check it needs)
+# `python -m tests.conformance.mutation survivors --write` rewrites this file in this order, keeping every
+# decision and adding each undecided survivor as "open".
+"""
+
+
 def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
+
+
+def _entry(decision: Decision) -> str:
+    fields = [
+        ("module", decision.module),
+        ("function", decision.function),
+        ("operator", decision.operator),
+        ("before", decision.before),
+        ("after", decision.after),
+        ("decision", decision.decision),
+        ("reason", decision.reason),
+    ]
+    if decision.check:
+        fields.append(("check", decision.check))
+    return "\n[[survivor]]\n" + "".join(f"{name} = {_toml_string(value)}\n" for name, value in fields)
 
 
 def _survivors(args: argparse.Namespace) -> int:
@@ -88,35 +116,35 @@ def _survivors(args: argparse.Namespace) -> int:
 
     mutants, _ = _session()
     decisions = load_decisions(REPO / SURVIVORS)
-    survivors = [m for m in mutants if m.outcome == "survived"]
-    undecided = []
-    for mutant in survivors:
+    for mutant in (m for m in mutants if m.outcome == "survived"):
         decision = decisions.get(mutant.key)
         label = decision.decision if decision else "undecided"
-        print(f"{label:10} {mutant.module}:{mutant.line} {mutant.function} {mutant.operator}")
-        print(f"           - {mutant.before}\n           + {mutant.after}")
+        print(f"{label:11} {mutant.module}:{mutant.line} {mutant.function} {mutant.operator}")
+        print(f"            - {mutant.before}\n            + {mutant.after}")
         if decision is None:
-            undecided.append(mutant)
+            decisions[mutant.key] = Decision(
+                mutant.module, mutant.operator, mutant.before, mutant.after, "open", function=mutant.function
+            )
     killed = {m.key for m in mutants if m.outcome in ("killed", "timeout")}
     for key, decision in decisions.items():
         if key in killed and decision.decision != "check":
             print(
-                f"stale: {decision.module} {decision.operator} {decision.before!r} is killed now",
+                f"stale: {decision.module} {decision.before!r} ({decision.operator}) is killed now",
                 file=sys.stderr,
             )
-    if args.write and undecided:
-        with open(REPO / SURVIVORS, "a", encoding="utf-8") as out:
-            for mutant in undecided:
-                out.write(
-                    "\n[[survivor]]\n"
-                    f"module = {_toml_string(mutant.module)}\n"
-                    f"function = {_toml_string(mutant.function)}\n"
-                    f"operator = {_toml_string(mutant.operator)}\n"
-                    f"before = {_toml_string(mutant.before)}\n"
-                    f"after = {_toml_string(mutant.after)}\n"
-                    'decision = "open"\n'
-                    'reason = ""\n'
-                )
+    if args.write:
+        ordered = sorted(
+            decisions.values(),
+            key=lambda d: (
+                MODULES.index(d.module) if d.module in MODULES else 99,
+                d.function,
+                d.before,
+                d.operator,
+                d.after,
+            ),
+        )
+        text = _HEADER + "".join(_entry(decision) for decision in ordered)
+        (REPO / SURVIVORS).write_text(text, encoding="utf-8")
     return 0
 
 
