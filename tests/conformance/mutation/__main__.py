@@ -108,7 +108,8 @@ def _entry(decision: Decision) -> str:
     ]
     if decision.check:
         fields.append(("check", decision.check))
-    return "\n[[survivor]]\n" + "".join(f"{name} = {_toml_string(value)}\n" for name, value in fields)
+    text = "".join(f"{name} = {_toml_string(value)}\n" for name, value in fields)
+    return "\n[[survivor]]\n" + text + (f"nth = {decision.nth}\n" if decision.nth else "")
 
 
 def _survivors(args: argparse.Namespace) -> int:
@@ -123,7 +124,13 @@ def _survivors(args: argparse.Namespace) -> int:
         print(f"            - {mutant.before}\n            + {mutant.after}")
         if decision is None:
             decisions[mutant.key] = Decision(
-                mutant.module, mutant.operator, mutant.before, mutant.after, "open", function=mutant.function
+                mutant.module,
+                mutant.operator,
+                mutant.before,
+                mutant.after,
+                "open",
+                function=mutant.function,
+                nth=mutant.nth,
             )
     killed = {m.key for m in mutants if m.outcome in ("killed", "timeout")}
     for key, decision in decisions.items():
