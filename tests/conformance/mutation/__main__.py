@@ -20,6 +20,7 @@ from tests.conformance.mutation.score import (
     Mutant,
     load_decisions,
     read_session,
+    render_owed,
     render_table,
     replace_between,
     scores,
@@ -72,7 +73,10 @@ def _table(args: argparse.Namespace) -> int:
         f" in {int(meta['seconds']) // 60} min with {meta['workers']} workers" if meta.get("seconds") else ""  # type: ignore[call-overload]
     )
     footer = f"Cosmic Ray 8.7, the operators of `tests/conformance/mutation/plan.py`{took}{when}."
-    table = render_table(rows, footer=footer)
+    owed = render_owed(mutants, decisions)
+    table = (
+        render_table(rows, footer=footer) + "\n\nThe surviving mutants that still need a check:\n\n" + owed
+    )
     if args.write:
         docs = REPO / REPO_DOCS
         docs.write_text(replace_between(docs.read_text(encoding="utf-8"), table), encoding="utf-8")

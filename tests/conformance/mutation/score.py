@@ -197,6 +197,26 @@ def _row(name: str, row: Score) -> str:
     )
 
 
+def render_owed(mutants: list[Mutant], decisions: dict[Key, Decision]) -> str:
+    """The survivors still ``open``, counted by the rule group their reason starts with (``oracle: …``)."""
+    owed: dict[str, list[Mutant]] = {}
+    for mutant in mutants:
+        decision = decisions.get(mutant.key)
+        if mutant.outcome == "survived" and (decision is None or decision.decision == "open"):
+            group = (
+                decision.reason.split(":")[0] if decision and ":" in decision.reason else "not decided yet"
+            )
+            owed.setdefault(group, []).append(mutant)
+    lines = [
+        "| check owed (see the reasons in docs/mutation-survivors.toml) | mutants | where |",
+        "|---|---:|---|",
+    ]
+    for group, members in sorted(owed.items(), key=lambda item: -len(item[1])):
+        where = ", ".join(f"`{m.module}:{m.line}`" for m in sorted(members, key=lambda m: (m.module, m.line)))
+        lines.append(f"| {group} | {len(members)} | {where} |")
+    return "\n".join(lines)
+
+
 def replace_between(text: str, block: str) -> str:
     """``text`` with the generated block between the markers replaced."""
     head, start, rest = text.partition(START)

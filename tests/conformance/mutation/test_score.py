@@ -12,6 +12,7 @@ from tests.conformance.mutation.score import (
     START,
     load_decisions,
     read_session,
+    render_owed,
     render_table,
     replace_between,
     scores,
@@ -93,6 +94,20 @@ def test_score_excludes_equivalent_mutants_and_counts_timeouts_as_killed(session
     assert row.score == pytest.approx(2 / 3)
     table = render_table([row], footer="footer")
     assert "| `rules.py` | 4 (1 not run) | 1 | 1 | 1 | 0 | 1 | 66.7 % |" in table
+
+
+def test_open_survivors_are_counted_by_the_rule_group_of_their_reason(session, tmp_path):
+    """An open decision's reason starts with the group that owes the check (platform choice, score.py)."""
+    decisions_file = tmp_path / "survivors.toml"
+    decisions_file.write_text(
+        '[[survivor]]\nmodule = "rules.py"\noperator = "core/ReplaceComparisonOperator_Gt_GtE"\n'
+        'before = "if price > limit:"\nafter = "if price >= limit:"\ndecision = "open"\n'
+        'reason = "binding: a price equal to the cap books"\n',
+        encoding="utf-8",
+    )
+    owed = render_owed(read_session(session, tmp_path), load_decisions(decisions_file))
+    assert "| binding | 1 | `rules.py:2` |" in owed
+    assert "| not decided yet | 1 | `rules.py:4` |" in owed
 
 
 def test_an_unknown_decision_is_refused(tmp_path):
