@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.osbp-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint typecheck pytest test quick demo bench traces conformance backend mcp clean
+.PHONY: help install lint typecheck pytest test quick demo bench traces conformance mutation backend mcp clean
 
 # Bold target names on a terminal only: piped or captured output stays plain text.
 help: ## Show this list of targets
@@ -66,6 +66,17 @@ conformance: install ## Grade this project's own MCP server with the battery, ov
 	$(BIN)/osbp conformance --self
 # Over Streamable HTTP the three elicitation.* checks are SKIP (no in-request elicitation yet): INCOMPLETE.
 	$(BIN)/osbp conformance --self --transport streamable-http --allow-skips
+
+# The mutation extra (Cosmic Ray) only when asked for: `make test` never needs it.
+MUTATION_STAMP := $(VENV)/.osbp-mutation-installed
+$(MUTATION_STAMP): $(STAMP)
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,mutation]'
+	@touch $(MUTATION_STAMP)
+
+mutation: install $(MUTATION_STAMP) ## Mutation score of the rule modules, the battery as judge (slow: about an hour)
+	$(BIN)/python -m tests.conformance.mutation run
+	$(BIN)/python -m tests.conformance.mutation survivors --write
+	$(BIN)/python -m tests.conformance.mutation table --write
 
 backend: install ## Run the synthetic platform on 127.0.0.1:8400 (Ctrl-C to stop)
 	$(BIN)/osbp backend

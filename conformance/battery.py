@@ -14,6 +14,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import IO, Literal
 
@@ -26,7 +27,7 @@ from osbp.conformance.booking_checks import grade_bookings
 from osbp.conformance.elicitation_checks import grade_elicitation
 from osbp.conformance.envelope_checks import grade_envelopes, grade_rejections
 from osbp.conformance.fixtures import Fixtures
-from osbp.conformance.grading import CheckResult, Grader, Verdict
+from osbp.conformance.grading import CheckResult, Grader, StopGrading, Verdict
 from osbp.conformance.mandate_checks import grade_mandates
 from osbp.conformance.oracle_checks import grade_oracle
 from osbp.conformance.payloads import Payloads
@@ -201,6 +202,7 @@ async def run_battery(
     errlog: IO[str] | None = None,
     clock: Callable[[], dt.datetime] = _utc_now,
     nonce: str | None = None,
+    fail_fast: bool = False,
 ) -> Report:
     """Grade the server `target` starts against `fixtures`; `call_timeout` bounds each call in seconds.
 
@@ -212,9 +214,10 @@ async def run_battery(
 
     The server's stderr goes to `errlog` (a temporary file by default, quoted when the start fails).
     `clock` dates the mandates; `nonce` makes this run's idempotency keys and mandate ids unique.
+    With `fail_fast` the run stops at the first FAIL and the checks not reached are SKIP.
     """
     started = time.monotonic()
-    grader = Grader()
+    grader = Grader(fail_fast=fail_fast)
     now = clock()
     payloads = Payloads(fixtures, now=now, nonce=nonce or secrets.token_hex(4))
     own_log = errlog is None
@@ -265,16 +268,22 @@ async def run_battery(
             aborted = _describe(exc)
         else:
             stderr = _tail(log) if own_log else ""
-            grader.failed(
-                "wire.initialize", _describe(exc) + (f"; server stderr: {stderr}" if stderr else "")
-            )
+            with suppress(StopGrading):  # the run is over either way
+                grader.failed(
+                    "wire.initialize", _describe(exc) + (f"; server stderr: {stderr}" if stderr else "")
+                )
     finally:
         if own_log:
             log.close()
     if initialized and not aborted and probe is not None:
         # After the sessions closed: a stdio server has exited, so every record it wrote is in the file.
-        grade_audit(grader, audit, probe.all_exchanges())
-    if not initialized:
+        with suppress(StopGrading):  # a fail-fast stop here is recorded in grader.stopped_at
+            grade_audit(grader, audit, probe.all_exchanges())
+    if grader.stopped_at:
+        results = grader.results(
+            missing=Verdict.SKIP, missing_detail=f"not graded: --fail-fast stopped at {grader.stopped_at}"
+        )
+    elif not initialized:
         results = grader.results(
             missing=Verdict.SKIP, missing_detail="not reached: wire.initialize failed first"
         )

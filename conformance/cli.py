@@ -4,7 +4,7 @@
                      [--stats-url <url>] [--status-url <url>] [--catalog-url <url>]
                      [--provider-url <url>] [--location-url <url>]
                      [--audit-log FILE] [--env KEY=VALUE ...] [--cwd DIR]
-                     [--timeout S] [--server-log FILE] [--json] [--allow-skips]
+                     [--timeout S] [--server-log FILE] [--json] [--allow-skips] [--fail-fast]
     osbp conformance --url <http://host:port/mcp> [--token TOKEN] --fixtures <file.json> [hooks as above]
     osbp conformance --self [--transport stdio|streamable-http] [--json] [--timeout S] [--allow-skips]
     osbp conformance --list-checks [--markdown]
@@ -98,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--server-log", metavar="FILE", help="append the server's stderr to FILE")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--fail-fast", action="store_true", help="stop at the first FAIL (the checks not reached are SKIP)"
+    )
     parser.add_argument("--markdown", action="store_true", help="with --list-checks: a Markdown table")
     return parser
 
@@ -157,6 +160,7 @@ def _grade(
                 audit_log=audit_log,
                 call_timeout=args.timeout,
                 errlog=errlog,
+                fail_fast=args.fail_fast,
             )
 
         return anyio.run(grade)

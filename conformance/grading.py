@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from osbp.conformance.checks import CATALOG, CHECKS_BY_ID, Check
 
-__all__ = ["CheckFailed", "CheckResult", "Grader", "Verdict", "expect", "summarize"]
+__all__ = ["CheckFailed", "CheckResult", "Grader", "StopGrading", "Verdict", "expect", "summarize"]
 
 
 class Verdict(enum.StrEnum):
@@ -49,6 +49,10 @@ class CheckFailed(Exception):
         self.observed = observed
 
 
+class StopGrading(Exception):
+    """A fail-fast grader recorded the run's first FAIL: the run stops there, the rest is not graded."""
+
+
 def expect(condition: bool, detail: str, *, expected: str = "", observed: str = "") -> None:
     """Fail the enclosing check with `detail` (and the values it compared) unless `condition` holds."""
     if not condition:
@@ -63,9 +67,15 @@ def summarize(problems: list[str], shown: int = 3) -> str:
 
 @dataclass
 class Grader:
-    """Collects verdicts; a FAIL recorded for a check is never overwritten by a later PASS."""
+    """Collects verdicts; a FAIL recorded for a check is never overwritten by a later PASS.
+
+    With `fail_fast`, recording the first FAIL raises `StopGrading` (a mutation run only needs one).
+    """
 
     _results: dict[str, CheckResult] = field(default_factory=dict)
+    fail_fast: bool = False
+    #: The check whose FAIL stopped a fail-fast run.
+    stopped_at: str | None = None
 
     def record(
         self, check_id: str, verdict: Verdict, detail: str = "", *, expected: str = "", observed: str = ""
@@ -76,6 +86,9 @@ class Grader:
         if current is not None and current.verdict is Verdict.FAIL:
             return
         self._results[check_id] = CheckResult(check, verdict, detail, expected, observed)
+        if verdict is Verdict.FAIL and self.fail_fast:
+            self.stopped_at = self.stopped_at or check_id
+            raise StopGrading(check_id)
 
     def passed(self, check_id: str, detail: str = "") -> None:
         """Record a PASS."""
@@ -105,6 +118,8 @@ class Grader:
             yield
         except CheckFailed as failure:
             self.failed(check_id, failure.detail, expected=failure.expected, observed=failure.observed)
+        except StopGrading:
+            raise
         except Exception as exc:  # an unreadable answer fails the check, never the run
             self.failed(check_id, f"could not grade the answer: {type(exc).__name__}: {exc}")
         else:

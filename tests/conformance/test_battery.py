@@ -246,3 +246,16 @@ async def test_a_scenario_url_that_refuses_to_arm_fails_the_checks_that_need_it(
         Verdict.SKIP,
         "not reached: status.unreachable_not_current failed first",
     )
+
+
+async def test_fail_fast_stops_at_the_first_failure_and_skips_the_rest(fixtures, scenario):
+    """Platform choice (docs/conformance.md, --fail-fast, used by the mutation run): one FAIL, the first of
+    the broken server's, and every check not reached SKIP with the reason."""
+    target = toy_target(scenario.arm_file, "no_mandate_check")
+    report = await run_battery(target, fixtures, scenario_url=scenario.url, fail_fast=True)
+    (failed,) = _ids(report, Verdict.FAIL)
+    assert failed in EXPECTED_FAILURES["no_mandate_check"]
+    stopped = [c for c in report.checks if c.detail == f"not graded: --fail-fast stopped at {failed}"]
+    assert len(stopped) > len(CATALOG) // 3
+    assert all(c.status is Verdict.SKIP for c in stopped)
+    assert report.ok is False

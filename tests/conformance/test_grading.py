@@ -7,7 +7,7 @@ import re
 import pytest
 
 from osbp.conformance.checks import CATALOG, CHECKS_BY_ID
-from osbp.conformance.grading import Grader, Verdict, expect, summarize
+from osbp.conformance.grading import Grader, StopGrading, Verdict, expect, summarize
 
 
 def test_check_ids_are_unique_stable_shaped_and_every_check_has_a_section():
@@ -69,3 +69,15 @@ def test_summarize_shows_the_first_problems_and_counts_the_rest():
     """Platform choice: one detail line per check, however many calls were wrong."""
     assert summarize(["a", "b", "c", "d", "e"]) == "a; b; c (+2 more)"
     assert summarize(["a"]) == "a"
+
+
+def test_a_fail_fast_grader_stops_at_the_first_failure_of_a_nested_block():
+    """Platform choice (docs/conformance.md, --fail-fast): the first FAIL ends the run, recorded once; an
+    enclosing check block lets the stop through instead of failing as well."""
+    grader = Grader(fail_fast=True)
+    grader.passed("wire.tools_listed")
+    with pytest.raises(StopGrading), grader.check("wire.input_shapes"), grader.check("wire.annotations"):
+        expect(False, "osbp_booking_create: no annotations")
+    assert grader.stopped_at == "wire.annotations"
+    assert grader.verdict("wire.annotations") is Verdict.FAIL
+    assert grader.verdict("wire.input_shapes") is None
