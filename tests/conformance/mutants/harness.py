@@ -36,17 +36,22 @@ from tests.conformance.mutants.adapters import MUTANT_ENV
 from tests.conformance.mutants.catalog import MUTANTS, Mutant
 from tests.conformance.mutants.platform import run_base_url, shared_platform
 
-__all__ = ["RIGHT", "MatrixRun", "Outcome", "run_matrix", "server_command"]
+__all__ = ["RIGHT", "MatrixRun", "Outcome", "battery_hooks", "run_matrix", "server_command"]
 
 #: The run name of the unmutated server.
 RIGHT = "right_server"
 REPO = Path(__file__).resolve().parents[3]
 _SERVER = (sys.executable, "-m", "osbp", "mcp")
 _PLUGIN = "tests.conformance.mutants.adapters:build"
-#: The platform's test-only hooks (docs/backend-api.md), relative to a run's base URL.
-_STATS = "/_testing/stats"
-_STATUS = "/_testing/appointment-status"
-_CATALOG = "/_testing/service"
+#: The platform's test-only hooks (docs/backend-api.md), relative to a run's base URL, by battery option.
+_HOOKS = {
+    "scenario_url": "/_testing/arm",
+    "stats_url": "/_testing/stats",
+    "status_url": "/_testing/appointment-status",
+    "catalog_url": "/_testing/service",
+    "provider_url": "/_testing/provider",
+    "location_url": "/_testing/location",
+}
 #: The one check that waits out the token lifetime.
 _EXPIRY = "approval.token_expired"
 
@@ -89,6 +94,15 @@ def server_command(mutant: Mutant | None) -> tuple[tuple[str, ...], dict[str, st
     return (sys.executable, "-m", "tests.conformance.mutants.proxy", mutant.name, "--", *_SERVER), {}
 
 
+def battery_hooks(base: str, audit_log: Path) -> dict[str, Any]:
+    """Every optional hook of `run_battery` for a run on the platform prefix `base`, and its audit log."""
+    accepted = inspect.signature(run_battery).parameters
+    options: dict[str, Any] = {key: base + path for key, path in _HOOKS.items() if key in accepted}
+    if "audit_log" in accepted:
+        options["audit_log"] = audit_log
+    return options
+
+
 def _outcome(name: str, report: Report) -> Outcome:
     return Outcome(
         name=name,
@@ -102,7 +116,6 @@ async def run_matrix(mutants: Sequence[Mutant] = MUTANTS, *, workers: int = 2) -
     """Grade the right server and ``mutants`` against one shared platform, ``workers`` at a time."""
     fixtures = load_fixtures(reference_fixtures_path())
     timed = fixtures.model_copy(update={"approval_ttl_seconds": SELF_APPROVAL_TTL_SECONDS})
-    accepted = inspect.signature(run_battery).parameters
     limiter = anyio.CapacityLimiter(workers)
     outcomes: dict[str, Outcome] = {}
     started = anyio.current_time()
@@ -124,22 +137,11 @@ async def run_matrix(mutants: Sequence[Mutant] = MUTANTS, *, workers: int = 2) -
                         **extra,
                     }
                 )
-                # The optional platform hooks this battery knows, each on the run's own prefix.
-                hooks = {
-                    "stats_url": _STATS,
-                    "status_url": _STATUS,
-                    "catalog_url": _CATALOG,
-                    "provider_url": "/_testing/provider",
-                    "location_url": "/_testing/location",
-                }
-                options: dict[str, Any] = {k: base + path for k, path in hooks.items() if k in accepted}
-                if "audit_log" in accepted:
-                    options["audit_log"] = audit_log
+                options = battery_hooks(base, audit_log)
                 expiring = mutant is None or mutant.named_by(_EXPIRY)
                 report = await run_battery(
                     ServerTarget(command, env=env, cwd=str(REPO)),
                     timed if expiring else fixtures,
-                    scenario_url=base + "/_testing/arm",
                     **options,
                 )
                 outcomes[name] = _outcome(name, report)

@@ -3,7 +3,7 @@
 Cosmic Ray runs it in a worker's copy of the tree with one mutation applied; the server is started from
 that copy (``python -m osbp mcp``, this directory first on the path), against the shared platform whose
 base URL :data:`PLATFORM_ENV` names, under a run prefix of its own, with a throwaway state directory and
-audit log. The battery stops at the first FAIL (``fail_fast``) and prints the failing check.
+audit log, and every hook the kill matrix gives (`battery_hooks`). The battery stops at the first FAIL (``fail_fast``) and prints the failing check.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from osbp.conformance import (
     server_env,
 )
 from osbp.conformance.self_target import SELF_APPROVAL_TTL_SECONDS
+from tests.conformance.mutants.harness import battery_hooks
 from tests.conformance.mutants.platform import run_base_url
 
 __all__ = ["PLATFORM_ENV", "main"]
@@ -39,12 +40,13 @@ async def _grade(platform_url: str, tree: Path) -> int:
     )
     base = run_base_url(platform_url, "mut" + uuid.uuid4().hex[:12])
     with tempfile.TemporaryDirectory(prefix="osbp-mutation-") as state:
+        audit_log = Path(state) / "audit" / "events.jsonl"
         env = server_env(
             {
                 "OSBP_PLATFORM_BASE_URL": base,
                 "OSBP_ORGANIZATION_ID": fixtures.organization_id,
                 "OSBP_STATE_PATH": str(Path(state) / "state.db"),
-                "OSBP_AUDIT_LOG_PATH": str(Path(state) / "audit" / "events.jsonl"),
+                "OSBP_AUDIT_LOG_PATH": str(audit_log),
                 "OSBP_APPROVAL_TTL_SECONDS": str(SELF_APPROVAL_TTL_SECONDS),
                 # The mutated module is imported from this tree, and never from a stale bytecode cache.
                 "PYTHONPATH": str(tree),
@@ -54,10 +56,7 @@ async def _grade(platform_url: str, tree: Path) -> int:
         report = await run_battery(
             ServerTarget((sys.executable, "-m", "osbp", "mcp"), env=env, cwd=str(tree)),
             fixtures,
-            scenario_url=base + "/_testing/arm",
-            stats_url=base + "/_testing/stats",
-            status_url=base + "/_testing/appointment-status",
-            catalog_url=base + "/_testing/service",
+            **battery_hooks(base, audit_log),
             fail_fast=True,
         )
     failed = [check for check in report.checks if check.status is Verdict.FAIL]
