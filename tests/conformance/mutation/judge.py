@@ -3,7 +3,8 @@
 Cosmic Ray runs it in a worker's copy of the tree with one mutation applied; the server is started from
 that copy (``python -m osbp mcp``, this directory first on the path), against the shared platform whose
 base URL :data:`PLATFORM_ENV` names, under a run prefix of its own, with a throwaway state directory and
-audit log, and every hook the kill matrix gives (`battery_hooks`). The battery stops at the first FAIL (``fail_fast``) and prints the failing check.
+audit log, and every hook the kill matrix gives (`battery_hooks`). The battery stops at the first FAIL
+(``fail_fast``) and prints the failing check.
 """
 
 from __future__ import annotations
