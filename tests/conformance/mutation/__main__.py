@@ -72,7 +72,9 @@ def _table(args: argparse.Namespace) -> int:
     took = (
         f" in {int(meta['seconds']) // 60} min with {meta['workers']} workers" if meta.get("seconds") else ""  # type: ignore[call-overload]
     )
-    footer = f"Cosmic Ray 8.7, the operators of `tests/conformance/mutation/plan.py`{took}{when}."
+    pending = sum(1 for m in mutants if m.outcome == "pending")
+    partial = f"; interrupted with {pending} of {len(mutants)} mutants not run" if pending else ""
+    footer = f"Cosmic Ray 8.7, the operators of `tests/conformance/mutation/plan.py`{took}{when}{partial}."
     owed = render_owed(mutants, decisions)
     table = (
         render_table(rows, footer=footer) + "\n\nThe surviving mutants that still need a check:\n\n" + owed
