@@ -1,6 +1,7 @@
 """`python -m tests.conformance.mutation run|table|survivors`: the mutation score with the battery as judge.
 
-``run [--workers N] [--timeout S] [--resume] [--module PATH]`` executes the session (`make mutation`);
+``run [--workers N] [--timeout S] [--resume | --rejudge-survivors] [--module PATH]`` executes the session
+(`make mutation`);
 ``table [--write]`` renders the score table (into docs/conformance.md between its markers);
 ``survivors [--write]`` lists each survivor with its decision (adding the undecided ones as "open").
 """
@@ -34,7 +35,13 @@ def _run(args: argparse.Namespace) -> int:
     from tests.conformance.mutation.run import WORK_DIR, RunOptions, run
 
     modules = tuple(args.module) if args.module else MODULES
-    options = RunOptions(modules=modules, workers=args.workers, timeout=args.timeout, resume=args.resume)
+    options = RunOptions(
+        modules=modules,
+        workers=args.workers,
+        timeout=args.timeout,
+        resume=args.resume or args.rejudge_survivors,
+        rejudge_survivors=args.rejudge_survivors,
+    )
     seconds = run(options)
     (WORK_DIR / "run.json").write_text(
         json.dumps(
@@ -42,7 +49,8 @@ def _run(args: argparse.Namespace) -> int:
                 "finished": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                 "seconds": round(seconds),
                 "workers": args.workers,
-                "resumed": args.resume,
+                "resumed": args.resume or args.rejudge_survivors,
+                "rejudged_survivors": args.rejudge_survivors,
             }
         ),
         encoding="utf-8",
@@ -171,6 +179,11 @@ def main(argv: Sequence[str]) -> int:
     run.add_argument("--workers", type=int, default=2)
     run.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant (default 60)")
     run.add_argument("--resume", action="store_true", help="keep earlier results, run only the rest")
+    run.add_argument(
+        "--rejudge-survivors",
+        action="store_true",
+        help="keep the kills, run the survivors and the rest again (after the battery gained checks)",
+    )
     run.add_argument("--module", action="append", choices=MODULES, help="only this module (repeatable)")
     for name in ("table", "survivors"):
         sub.add_parser(name).add_argument("--write", action="store_true")

@@ -24,6 +24,7 @@ from cosmic_ray.work_db import WorkDB, use_db
 from tests.conformance.mutants.platform import shared_platform
 from tests.conformance.mutation.judge import PLATFORM_ENV
 from tests.conformance.mutation.plan import MODULES, config_toml, skip_unselected
+from tests.conformance.mutation.score import forget_survivors
 
 __all__ = ["REPO", "WORK_DIR", "RunOptions", "run", "session_path"]
 
@@ -49,6 +50,9 @@ class RunOptions:
     timeout: float = 60.0
     #: Keep the session's results and run only what has none (after an interrupted run).
     resume: bool = False
+    #: With `resume`, also forget the survivors' results so that they are judged again: after the battery
+    #: gained checks, a kill stays a kill (checks are only added), a survival may not.
+    rejudge_survivors: bool = False
 
 
 def _cosmic_ray(*args: str, cwd: Path, env: dict[str, str] | None = None) -> None:
@@ -137,6 +141,8 @@ def run(options: RunOptions) -> float:
     if not (options.resume and session.exists()):
         session.unlink(missing_ok=True)
         _cosmic_ray("init", str(config), str(session), cwd=REPO)
+    if options.rejudge_survivors:
+        forget_survivors(session)
     with use_db(str(session), WorkDB.Mode.open) as db:
         skipped = skip_unselected(db, REPO)
         pending = sum(1 for _ in db.pending_work_items)

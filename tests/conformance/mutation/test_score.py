@@ -10,6 +10,7 @@ import pytest
 from tests.conformance.mutation.score import (
     END,
     START,
+    forget_survivors,
     load_decisions,
     read_session,
     render_owed,
@@ -127,3 +128,13 @@ def test_the_table_replaces_only_the_text_between_its_markers():
     assert replace_between(text, "new") == f"before\n{START}\nnew\n{END}\nafter\n"
     with pytest.raises(ValueError, match="markers"):
         replace_between("no markers", "new")
+
+
+def test_rejudging_forgets_only_the_survivors_results(session):
+    """Platform choice (docs/conformance.md, mutation score): `run --rejudge-survivors` runs the survivors
+    again after the battery gained checks; kills, timeouts and skipped positions keep their results."""
+    assert forget_survivors(session) == 2
+    with sqlite3.connect(session) as db:
+        kept = db.execute("select test_outcome, worker_outcome from work_results order by job_id").fetchall()
+    assert kept == [("KILLED", "NORMAL"), ("KILLED", "NORMAL"), (None, "SKIPPED")]
+    assert forget_survivors(session) == 0
