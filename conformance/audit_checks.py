@@ -210,6 +210,8 @@ def _codes(exchange: Exchange) -> set[str]:
     return {arguments[key] for key in ("verification_code", "code") if isinstance(arguments.get(key), str)}
 
 
+#: The arguments the battery fills with its own identifiers (keys, the mandate, its id), never a customer's.
+_OWN_IDS = ("idempotency_key", "mandate", "mandate_id")
 #: The reads whose answers are the merchant's catalog, never a customer's data.
 _CATALOG_READS = frozenset({"osbp_service_describe", "osbp_availability_find", "osbp_policy_explain"})
 
@@ -229,15 +231,20 @@ def sentinels(exchanges: list[Exchange]) -> set[str]:
             found.add(token)
     # A phone written as digits only is the same number.
     found.update({value.lstrip("+") for value in found if re.fullmatch(r"\+\d{7,15}", value)})
-    # A name part the merchant's catalog itself carries (a family name that is also a word of the
-    # organization's name) is merchant data where a catalog read answers it: only what the catalog never
-    # shows is a sentinel. (booking.status may echo the customer, so it is not a catalog read.)
+    # A name part that is also other data is not the customer's secret there: a word of the merchant's
+    # catalog (the family name "Conformance" of "Conformance Co", where a catalog read answers it), or of
+    # what the battery itself sends outside the customer (its idempotency keys and mandate ids start
+    # "conformance_"). Only what neither ever shows is a sentinel. (booking.status may echo the customer,
+    # so it is not a catalog read.)
     public = _pattern(found)
     published: set[str] = set()
     if public is not None:
         for exchange in exchanges:
+            own = {key: exchange.arguments[key] for key in _OWN_IDS if key in exchange.arguments}
+            texts = [*_strings(own)]
             if exchange.tool in _CATALOG_READS and exchange.envelope is not None:
-                text = json.dumps(exchange.envelope, ensure_ascii=False)
+                texts.append(json.dumps(exchange.envelope, ensure_ascii=False))
+            for text in texts:
                 published.update(match.group(0).casefold() for match in public.finditer(text))
     return {value for value in found if value and value.casefold() not in published}
 

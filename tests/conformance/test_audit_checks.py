@@ -160,6 +160,20 @@ def test_a_name_part_the_catalog_carries_is_merchant_data_but_the_whole_name_is_
     assert {"Casey Conformance", "Casey", "+15555550142", "15555550142", TOKEN} <= found
 
 
+def test_a_name_part_the_battery_uses_in_its_own_keys_is_no_sentinel_either():
+    """Platform choice (docs/conformance.md, the audit log): the battery's idempotency keys and mandate ids
+    ("conformance_<nonce>_001") are its own identifiers, which the log records; a family name that is also
+    their prefix is no leak there, while the whole name and the contacts stay sentinels."""
+    customer = {**CUSTOMER, "given_name": "Casey", "family_name": "Conformance"}
+    create = {**CREATE_INPUT, "idempotency_key": "conformance_1a2b_001", "customer": customer}
+    created = Exchange("osbp_booking_create", create, result({**RECEIPT, "audit_event_id": "aud_2"}))
+    found = sentinels([created])
+    assert "Conformance" not in found
+    assert {"Casey Conformance", "Casey", "+15555550142", "casey@example.com", TOKEN} <= found
+    plain = Exchange("osbp_booking_create", {**create, "idempotency_key": "key_1"}, created.result)
+    assert "Conformance" in sentinels([plain])
+
+
 def test_a_sandbox_code_in_platform_data_is_no_leak_but_in_the_call_that_carried_it_is(tmp_path):
     """OSBP spec, Audit: verification codes are redacted from the events of the calls that carry them; the
     same digits in a service name the platform publishes are platform data."""
