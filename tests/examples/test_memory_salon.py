@@ -29,14 +29,16 @@ from osbp.protocol.port import BookingRequest
 from osbp.protocol.upstream import capture_upstream
 from osbp.server.compose import AdapterFactoryError
 from osbp.server.settings import ServerSettings
+from tests.conformance.toy_fixtures import FORMAT_2_CHECKS
 
 EXAMPLE = Path(salon.__file__).parent
 NOW = datetime(2030, 5, 1, 12, 0, tzinfo=UTC)
 DATE, TIME = "2030-05-02", "10:00"  # a Thursday; the salon opens at 09:00 Chicago time
 ROSA = "memory_salon_rosa"
 #: What the battery grades on this example: every check but those that need a platform hook (the two armed
-#: outcomes, the outage, the replay observation, the native statuses) and the fee summary (the salon
-#: surfaces no fee). Its audit log is graded.
+#: outcomes, the outage, the replay observation, the native statuses), the fee summary (the salon surfaces
+#: no fee), the summary facts its fixtures name no service for (`bound_facts`) and the oracle's facts (its
+#: fixture file is format 1). Its audit log is graded.
 SKIPPED = {
     "runtime.slot_taken",
     "runtime.rate_limited",
@@ -46,7 +48,13 @@ SKIPPED = {
     "status.native_mapping",
     "summary.fees",
     "approval.token_summary_bound",
+    "approval.token_summary_cancellation_fee",
+    "approval.token_summary_no_show_fee",
+    "approval.token_summary_window",
+    "approval.token_summary_provider",
+    "approval.token_summary_location",
     "approval.token_expired",
+    *FORMAT_2_CHECKS,
 }
 
 
