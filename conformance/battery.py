@@ -203,6 +203,7 @@ async def run_battery(
     clock: Callable[[], dt.datetime] = _utc_now,
     nonce: str | None = None,
     fail_fast: bool = False,
+    stop_when: Callable[[str], bool] | None = None,
 ) -> Report:
     """Grade the server `target` starts against `fixtures`; `call_timeout` bounds each call in seconds.
 
@@ -214,10 +215,11 @@ async def run_battery(
 
     The server's stderr goes to `errlog` (a temporary file by default, quoted when the start fails).
     `clock` dates the mandates; `nonce` makes this run's idempotency keys and mandate ids unique.
-    With `fail_fast` the run stops at the first FAIL and the checks not reached are SKIP.
+    With `fail_fast` the run stops at the first FAIL, with `stop_when` at the first FAIL of a check id it
+    accepts (the kill matrix: its mutant's first killer); the checks not reached are SKIP.
     """
     started = time.monotonic()
-    grader = Grader(fail_fast=fail_fast)
+    grader = Grader(fail_fast=fail_fast, stop_when=stop_when)
     now = clock()
     payloads = Payloads(fixtures, now=now, nonce=nonce or secrets.token_hex(4))
     own_log = errlog is None
@@ -281,7 +283,7 @@ async def run_battery(
             grade_audit(grader, audit, probe.all_exchanges())
     if grader.stopped_at:
         results = grader.results(
-            missing=Verdict.SKIP, missing_detail=f"not graded: --fail-fast stopped at {grader.stopped_at}"
+            missing=Verdict.SKIP, missing_detail=f"not graded: the run stopped at {grader.stopped_at}"
         )
     elif not initialized:
         results = grader.results(

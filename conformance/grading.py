@@ -10,7 +10,7 @@ could not even read), so one odd answer never aborts the run.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -69,11 +69,13 @@ def summarize(problems: list[str], shown: int = 3) -> str:
 class Grader:
     """Collects verdicts; a FAIL recorded for a check is never overwritten by a later PASS.
 
-    With `fail_fast`, recording the first FAIL raises `StopGrading` (a mutation run only needs one).
+    With `fail_fast`, recording the first FAIL raises `StopGrading` (a mutation run only needs one); with
+    `stop_when`, the first FAIL of a check it accepts does (the kill matrix stops at its mutant's killer).
     """
 
     _results: dict[str, CheckResult] = field(default_factory=dict)
     fail_fast: bool = False
+    stop_when: Callable[[str], bool] | None = None
     #: The check whose FAIL stopped a fail-fast run.
     stopped_at: str | None = None
 
@@ -86,7 +88,9 @@ class Grader:
         if current is not None and current.verdict is Verdict.FAIL:
             return
         self._results[check_id] = CheckResult(check, verdict, detail, expected, observed)
-        if verdict is Verdict.FAIL and self.fail_fast:
+        if verdict is Verdict.FAIL and (
+            self.fail_fast or (self.stop_when is not None and self.stop_when(check_id))
+        ):
             self.stopped_at = self.stopped_at or check_id
             raise StopGrading(check_id)
 

@@ -255,7 +255,22 @@ async def test_fail_fast_stops_at_the_first_failure_and_skips_the_rest(fixtures,
     report = await run_battery(target, fixtures, scenario_url=scenario.url, fail_fast=True)
     (failed,) = _ids(report, Verdict.FAIL)
     assert failed in EXPECTED_FAILURES["no_mandate_check"]
-    stopped = [c for c in report.checks if c.detail == f"not graded: --fail-fast stopped at {failed}"]
+    stopped = [c for c in report.checks if c.detail == f"not graded: the run stopped at {failed}"]
     assert len(stopped) > len(CATALOG) // 3
     assert all(c.status is Verdict.SKIP for c in stopped)
     assert report.ok is False
+
+
+async def test_stop_when_stops_at_the_first_failure_it_names(fixtures, scenario):
+    """Platform choice (docs/conformance.md, kill matrix): a run told to stop at its mutant's rule grades
+    up to the first FAIL of that rule and SKIPs what it did not reach."""
+    target = toy_target(scenario.arm_file, "no_mandate_check")
+    report = await run_battery(
+        target, fixtures, scenario_url=scenario.url, stop_when=lambda check_id: check_id == "mandate.expired"
+    )
+    failed = _ids(report, Verdict.FAIL)
+    assert "mandate.expired" in failed
+    assert failed < EXPECTED_FAILURES["no_mandate_check"]
+    stopped = {c.id for c in report.checks if c.detail == "not graded: the run stopped at mandate.expired"}
+    assert EXPECTED_FAILURES["no_mandate_check"] - failed <= stopped
+    assert "envelope.schema_invalid" in stopped

@@ -143,6 +143,8 @@ async def run_matrix(mutants: Sequence[Mutant] = MUTANTS, *, workers: int = 2) -
                     ServerTarget(command, env=env, cwd=str(REPO)),
                     timed if expiring else fixtures,
                     **options,
+                    # A mutant's run ends at its first killer: the rest would only cost time.
+                    stop_when=None if mutant is None else mutant.named_by,
                 )
                 outcomes[name] = _outcome(name, report)
 
