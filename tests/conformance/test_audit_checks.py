@@ -63,6 +63,22 @@ def _write(path: Path, records: list[dict[str, Any]], *, redact: bool = True, re
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 
 
+def _append_records(log: AuditLog) -> None:
+    """Write `_records()` through this project's own audit writer, then close it."""
+    for record in _records():
+        log.append(
+            AuditDraft(
+                id=record["id"],
+                tool_name=record["tool_name"],
+                created_at=datetime(2030, 5, 1, 12, tzinfo=UTC),
+                input=record["input"],
+                result=record["result"],
+                decision=Decision(ok=True),
+            )
+        )
+    log.close()
+
+
 def _exchanges() -> list[Exchange]:
     described = Exchange(
         "osbp_service_describe", {"service_id": "x"}, result({**DESCRIBED, "audit_event_id": "aud_1"})
@@ -90,34 +106,14 @@ def test_a_log_in_the_documented_format_passes_every_audit_check(tmp_path):
 def test_the_log_this_projects_server_writes_passes_every_audit_check(tmp_path):
     """docs/server.md (the audit log): the battery's own reading of the format agrees with the writer."""
     log = AuditLog(tmp_path / "log.jsonl")
-    for record in _records():
-        draft = AuditDraft(
-            id=record["id"],
-            tool_name=record["tool_name"],
-            created_at=datetime(2030, 5, 1, 12, tzinfo=UTC),
-            input=record["input"],
-            result=record["result"],
-            decision=Decision(ok=True),
-        )
-        log.append(draft)
-    log.close()
+    _append_records(log)
     assert _failed(tmp_path / "log.jsonl") == {}
 
 
 def test_an_approval_token_in_clear_fails_only_the_redaction_check(tmp_path):
     """OSBP spec, Audit: approval tokens are redacted before writing."""
     log = AuditLog(tmp_path / "log.jsonl", redactor=Redactor(allowed_keys=ALLOWED_KEYS | {"token"}))
-    for record in _records():
-        draft = AuditDraft(
-            id=record["id"],
-            tool_name=record["tool_name"],
-            created_at=datetime(2030, 5, 1, 12, tzinfo=UTC),
-            input=record["input"],
-            result=record["result"],
-            decision=Decision(ok=True),
-        )
-        log.append(draft)
-    log.close()
+    _append_records(log)
     failed = _failed(tmp_path / "log.jsonl")
     assert set(failed) == {"audit.redacted"}
     assert "an approval token" in failed["audit.redacted"]
