@@ -3,7 +3,9 @@
 ``run [--workers N] [--timeout S] [--resume | --rejudge-survivors] [--module PATH]`` executes the session
 (`make mutation`);
 ``table [--write]`` renders the score table (into docs/conformance.md between its markers);
-``survivors [--write]`` lists each survivor with its decision (adding the undecided ones as "open").
+``survivors [--write]`` lists each survivor with its decision (adding the undecided ones as "open");
+``rejudge [--module PATH] [--decision D] [--match TEXT] [--workers N] [--write]`` judges the decided
+survivors again without a session (the inner loop of adding a check; ``--write`` records the kills).
 """
 
 # ruff: noqa: T201 - a command line that reports on its terminal
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 from tests.conformance.mutation.plan import MODULES
 from tests.conformance.mutation.score import (
     Decision,
+    Key,
     Mutant,
     load_decisions,
     read_session,
@@ -154,18 +157,53 @@ def _survivors(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     if args.write:
-        ordered = sorted(
-            decisions.values(),
-            key=lambda d: (
-                MODULES.index(d.module) if d.module in MODULES else 99,
-                d.function,
-                d.before,
-                d.operator,
-                d.after,
-            ),
-        )
-        text = _HEADER + "".join(_entry(decision) for decision in ordered)
-        (REPO / SURVIVORS).write_text(text, encoding="utf-8")
+        _write_decisions(decisions)
+    return 0
+
+
+def _write_decisions(decisions: dict[Key, Decision]) -> None:
+    from tests.conformance.mutation.run import REPO
+
+    ordered = sorted(
+        decisions.values(),
+        key=lambda d: (
+            MODULES.index(d.module) if d.module in MODULES else 99,
+            d.function,
+            d.before,
+            d.operator,
+            d.after,
+        ),
+    )
+    text = _HEADER + "".join(_entry(decision) for decision in ordered)
+    (REPO / SURVIVORS).write_text(text, encoding="utf-8")
+
+
+def _rejudge(args: argparse.Namespace) -> int:
+    from tests.conformance.mutation.rejudge import recorded, rejudge
+    from tests.conformance.mutation.run import REPO
+
+    decisions = load_decisions(REPO / SURVIVORS)
+    wanted = set(args.decision or ("open", "unreachable"))
+    chosen = [
+        d
+        for d in decisions.values()
+        if d.decision in wanted
+        and (not args.module or d.module in args.module)
+        and (not args.match or args.match in d.before or args.match in d.function)
+    ]
+    print(f"rejudge: {len(chosen)} survivors", flush=True)
+    counts: dict[str, int] = {}
+    for verdict in rejudge(chosen, workers=args.workers):
+        d = verdict.decision
+        counts[verdict.outcome] = counts.get(verdict.outcome, 0) + 1
+        print(f"{verdict.outcome:8} {d.module} {d.function} {d.operator}: {d.before!r} -> {d.after!r}")
+        if verdict.detail:
+            print(f"         {verdict.detail[:240]}")
+        decisions[d.key] = recorded(decisions[d.key], verdict)
+        sys.stdout.flush()
+    print(f"rejudge: {counts}")
+    if args.write:
+        _write_decisions(decisions)
     return 0
 
 
@@ -187,8 +225,18 @@ def main(argv: Sequence[str]) -> int:
     run.add_argument("--module", action="append", choices=MODULES, help="only this module (repeatable)")
     for name in ("table", "survivors"):
         sub.add_parser(name).add_argument("--write", action="store_true")
+    again = sub.add_parser("rejudge", help="judge the decided survivors again, without a session")
+    again.add_argument("--module", action="append", choices=MODULES, help="only this module (repeatable)")
+    again.add_argument(
+        "--decision", action="append", choices=("open", "unreachable", "check", "equivalent"),
+        help="only survivors with this decision (repeatable; default open and unreachable)",
+    )  # fmt: skip
+    again.add_argument("--match", help="only survivors whose line or function contains this text")
+    again.add_argument("--workers", type=int, default=1)
+    again.add_argument("--write", action="store_true", help='record each kill as decision = "check"')
     args = parser.parse_args(list(argv))
-    return {"run": _run, "table": _table, "survivors": _survivors}[args.command](args)
+    commands = {"run": _run, "table": _table, "survivors": _survivors, "rejudge": _rejudge}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

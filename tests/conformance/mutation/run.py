@@ -36,7 +36,6 @@ _NOT_COPIED = shutil.ignore_patterns(
     ".git", ".venv", ".mutation", "node_modules", ".mypy_cache", ".ruff_cache", ".pytest_cache",
     ".hypothesis", "bench-results", "build", "*.egg-info", ".osbp",
 )  # fmt: skip
-_FIRST_PORT = 18760
 _START_TIMEOUT_S = 30.0
 
 
@@ -67,6 +66,15 @@ def _copy_tree(target: Path) -> Path:
     return target
 
 
+def _free_ports(count: int) -> list[int]:
+    """Loopback ports free now, one per worker: two checkouts can each run a session at once."""
+    with ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+
+
 def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + _START_TIMEOUT_S
     while True:
@@ -80,12 +88,11 @@ def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def _workers(trees: Sequence[Path], env: dict[str, str]) -> Iterator[list[str]]:
+def _workers(trees: Sequence[Path], ports: Sequence[int], env: dict[str, str]) -> Iterator[list[str]]:
     """One `cosmic-ray http-worker` per tree, each on its own loopback port; yields their URLs."""
     with ExitStack() as stack:
         urls = []
-        for index, tree in enumerate(trees):
-            port = _FIRST_PORT + index
+        for tree, port in zip(trees, ports, strict=True):
             log = stack.enter_context(open(tree / "worker.log", "wb"))
             process = subprocess.Popen(
                 [str(Path(sys.executable).parent / "cosmic-ray"), "http-worker", "--port", str(port)],
@@ -129,7 +136,8 @@ def run(options: RunOptions) -> float:
     WORK_DIR.mkdir(exist_ok=True)
     session = session_path()
     trees = [_copy_tree(WORK_DIR / f"worker{index}") for index in range(options.workers)]
-    urls = [f"http://127.0.0.1:{_FIRST_PORT + index}" for index in range(options.workers)]
+    ports = _free_ports(options.workers)
+    urls = [f"http://127.0.0.1:{port}" for port in ports]
     test_command = f"{sys.executable} -m tests.conformance.mutation.judge"
     config = WORK_DIR / "cosmic-ray.toml"
     config.write_text(
@@ -155,6 +163,6 @@ def run(options: RunOptions) -> float:
             raise RuntimeError(
                 f"--timeout {options.timeout:g}s is under three unmutated runs ({baseline:.1f}s)"
             )
-        with _workers(trees, env):
+        with _workers(trees, ports, env):
             _cosmic_ray("exec", str(config), str(session), cwd=REPO, env=env)
     return time.monotonic() - started

@@ -22,6 +22,7 @@ from typing import Any
 
 __all__ = [
     "Decision",
+    "Key",
     "Mutant",
     "Score",
     "forget_survivors",
