@@ -58,7 +58,10 @@ class AdapterSettings(BaseModel):
     ] = Field(pattern=r"^https?://\S+$", description="base URL of the booking platform (required)")
     organization_id: Annotated[
         str, Setting("OSBP_ORGANIZATION_ID", "--organization-id", "not be empty", "ID")
-    ] = Field(min_length=1, description="the one organization this process serves (required)")
+    ] = Field(
+        min_length=1,
+        description="the organizations served: one id, a comma-separated list, or * for every organization on the platform (required)",
+    )
     state_path: Annotated[
         Path | str,
         BeforeValidator(parse_state_location),

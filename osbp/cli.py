@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -24,7 +25,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("osbp.server.audit_cli", "inspect the audit log (`osbp audit verify`)"),
     "demo": ("osbp.demo.cli", "book synthetic appointments end to end through the real stack"),
     "traces": ("osbp.demo.traces_cli", "record or replay the trace gallery"),
-    "conformance": ("osbp.conformance.cli", "grade any OSBP stdio MCP server over the wire"),
+    "conformance": (
+        "osbp.conformance.cli",
+        "grade any OSBP MCP server over the wire (stdio or Streamable HTTP)",
+    ),
     "bench": ("osbp.bench.cli", "run the benchmarks against real servers on loopback"),
 }
 
@@ -33,6 +37,7 @@ def _usage() -> str:
     width = max(len(name) for name in SUBCOMMANDS)
     lines = ["usage: osbp <command> [args...]", "", "commands:"]
     lines += [f"  {name.ljust(width)}  {text}" for name, (_, text) in SUBCOMMANDS.items()]
+    lines += ["", "options:", "  -h, --help     show this list", "  -V, --version  print the version of osbp"]
     lines += ["", "Run `osbp <command> --help` for a command's own options."]
     return "\n".join(lines)
 
@@ -73,5 +78,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"osbp: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     module = _import_paused(entry[0])
-    result: int = module.main(args[1:])
+    try:
+        result: int = module.main(args[1:])
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
+    except BaseExceptionGroup as group:  # a task group's: the pipe closed under an async command
+        closed, rest = group.split(BrokenPipeError)
+        if closed is None or rest is not None:
+            raise
+        return _reader_gone()
     return result
+
+
+def _reader_gone() -> int:
+    """The reader of stdout left (``osbp demo | head -3``): stop quietly, as a command in a pipe does.
+
+    Python would report the closed pipe again when it flushes stdout at exit; pointing stdout at the null
+    device first keeps that from printing a second traceback.     """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141  # 128 + SIGPIPE (13), what a shell reports for a command whose pipe closed

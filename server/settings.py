@@ -97,8 +97,13 @@ class Leaf:
 
     @property
     def help(self) -> str:
-        """The flag's help line: the field's description and its variable."""
-        return f"{self.field.description} [{self.setting.env}]"
+        """The flag's help line: the field's description, its default (when it has one) and its variable."""
+        description = str(self.field.description)
+        default = None if self.field.is_required() else self.field.get_default(call_default_factory=True)
+        unshown = default in (None, "", False) or self.setting.secret or "default" in description
+        shown = "" if unshown else f" (default: {default})"
+        # argparse formats help with %: a literal percent sign in a description or default is doubled.
+        return f"{description}{shown} [{self.setting.env}]".replace("%", "%%")
 
     def to_set(self) -> str:
         """What to set when the value is missing."""
@@ -312,6 +317,12 @@ class ServerSettings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Keyword arguments (the flags) first, then each setting's own variable; no dotenv, no files."""
         return init_settings, _Variables(settings_cls)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_upper(cls, value: object) -> object:
+        # `--log-level debug` as `osbp backend` takes it: level names are case-insensitive.
+        return value.upper() if isinstance(value, str) else value
 
     @field_validator("audit_key")
     @classmethod

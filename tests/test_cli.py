@@ -1,5 +1,6 @@
 """The `osbp` command dispatches to components lazily."""
 
+import os
 import subprocess
 import sys
 
@@ -60,3 +61,24 @@ def test_a_subcommand_is_imported_with_collection_paused_and_its_objects_frozen(
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "True"]
+
+
+def test_help_lists_the_version_option():
+    """Platform choice: `--version` works, so `--help` says it exists."""
+    result = _osbp("--help")
+    assert "  -V, --version  print the version of osbp\n" in result.stdout
+
+
+def test_a_reader_that_leaves_the_pipe_ends_the_command_quietly_with_the_sigpipe_status():
+    """Platform choice: `osbp conformance --list-checks | head -1` ends with no traceback once the reader
+    has gone; the command's status is the shell's for a closed pipe (141)."""
+    read_end, write_end = os.pipe()
+    command = [sys.executable, "-m", "osbp", "conformance", "--list-checks"]
+    with subprocess.Popen(command, stdout=write_end, stderr=subprocess.PIPE) as process:
+        os.close(write_end)
+        os.close(read_end)  # the reader is gone before the command writes its first line
+        assert process.stderr is not None
+        errors = process.stderr.read().decode()
+        status = process.wait(timeout=60)
+    assert errors == ""
+    assert status == 141

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from osbp.protocol.store import DEFAULT_STATE_PATH
-from osbp.server.cli import build_parser
+from osbp.server.cli import build_parser, load_settings
 from osbp.server.confirmation import PerOrganization
 from osbp.server.settings import AUDIT_KEY_RULE, ServerSettings, describe
 
@@ -119,6 +119,11 @@ def test_the_flags_are_the_documented_ones_each_naming_its_variable() -> None:
     assert options["--platform-url"].endswith("[OSBP_PLATFORM_BASE_URL]")
     assert options["--state-path"].endswith("[OSBP_STATE_PATH]")
     assert options["--adapter"].endswith("[OSBP_ADAPTER_FACTORY]")
+    # A default is shown where there is one; a required setting says so instead.
+    assert "(default: WARNING) [OSBP_LOG_LEVEL]" in options["--log-level"]
+    assert "(default: 8500) [OSBP_HTTP_PORT]" in options["--port"]
+    assert "(required) [OSBP_ORGANIZATION_ID]" in options["--organization-id"]
+    assert "default" not in options["--organization-id"]
 
 
 def test_secrets_have_no_flag() -> None:
@@ -293,3 +298,16 @@ def test_confirmation_for_names_any_organization_when_every_one_is_served(
     monkeypatch.setenv("OSBP_ORGANIZATION_ID", "*")
     monkeypatch.setenv("OSBP_CONFIRMATION_FOR", "phils_spa=elicitation")
     assert ServerSettings().confirmation_policy() == PerOrganization("auto", {"phils_spa": "elicitation"})
+
+
+def test_the_log_level_is_case_insensitive_as_the_platforms_is() -> None:
+    """Platform choice: `osbp mcp --log-level debug` is accepted, as `osbp backend --log-level debug` is."""
+    loaded = load_settings(["--platform-url", URL, "--organization-id", ORG, "--log-level", "debug"])
+    assert isinstance(loaded, ServerSettings)
+    assert loaded.log_level == "DEBUG"
+    rejected = load_settings(["--platform-url", URL, "--organization-id", ORG, "--log-level", "loud"])
+    assert (
+        rejected
+        == "invalid configuration: --log-level / OSBP_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR,"
+        " CRITICAL (got 'LOUD')"
+    )
