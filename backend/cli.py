@@ -199,7 +199,7 @@ def _migrate(argv: Sequence[str]) -> int:
     if isinstance(parsed, int):
         return parsed
     settings, args = parsed
-    from sqlalchemy.exc import OperationalError
+    from sqlalchemy.exc import DatabaseError
 
     from osbp.backend.database_url import redact
     from osbp.backend.db import Database
@@ -213,7 +213,7 @@ def _migrate(argv: Sequence[str]) -> int:
         before, after = upgrade(db)
     except SchemaError as error:
         return _fail(str(error))
-    except (OSError, OperationalError) as error:
+    except (OSError, DatabaseError) as error:
         return _fail(f"{_source('db', args)}: cannot open the database: {_reason(error)}")
     finally:
         db.dispose()
@@ -239,9 +239,10 @@ def main(argv: Sequence[str]) -> int:
     # mistyped flag is answered at once; it and the app built below are long-lived objects only, so the
     # collector is paused while they are made (its passes would be pure start-up cost).
     with _collector_paused():
-        from sqlalchemy.exc import OperationalError
+        from sqlalchemy.exc import DatabaseError
 
         from osbp.backend.app import create_app
+        from osbp.backend.database_url import parse_database, redact
         from osbp.backend.listening import adopt_socket
         from osbp.backend.logs import configure_logging, logger
         from osbp.backend.schema import SchemaError
@@ -260,13 +261,15 @@ def main(argv: Sequence[str]) -> int:
     configure_logging(settings.log_level)
     host, port = sock.getsockname()[:2]
     base_url = http_url(host if settings.listen_fd is not None else settings.host, port)
+    file = parse_database(settings.db).path
+    created = file is not None and not file.exists()
     try:
         with _collector_paused():
             app = create_app(settings)
     except ValueError as error:  # the fault profile names an endpoint the platform does not have
         sock.close()
         return _fail(f"{_source('faults', args)}: {error}")
-    except (OSError, OperationalError) as error:  # the database file cannot be created or opened
+    except (OSError, DatabaseError) as error:  # the database cannot be created or opened, or is none
         sock.close()
         problem = f"cannot open the database: {_reason(error)}"
         return _fail(f"{_source('db', args)}: {problem}; choose another {flag('db')}")
@@ -280,7 +283,9 @@ def main(argv: Sequence[str]) -> int:
     def announce() -> None:
         sys.stdout.write(json.dumps({"event": "ready", "base_url": base_url}) + "\n")
         sys.stdout.flush()
-        logger.info("ready", extra={"base_url": base_url, "testing": settings.enable_testing})
+        # Which database, and whether it was made just now: a mistyped --db is seen at once.
+        where = {"database": redact(settings.db), "new_database": created}
+        logger.info("ready", extra={"base_url": base_url, "testing": settings.enable_testing, **where})
 
     server = ReadyServer(uvicorn_config(app), on_ready=announce)
     if settings.exit_with_stdin:

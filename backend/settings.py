@@ -32,6 +32,10 @@ def flag(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
+#: The platform's database when `--db` is not given: a SQLite file in the working folder's `.osbp/`.
+DEFAULT_DB = ".osbp/backend.db"
+
+
 def env_var(field: str) -> str:
     """The environment variable for a settings field: `log_level` → `OSBP_BACKEND_LOG_LEVEL`."""
     return ENV_PREFIX + field.upper()
@@ -51,7 +55,7 @@ class BackendSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     db: str = Field(
-        default=".osbp/backend.db",
+        default=DEFAULT_DB,
         description="SQLite file path, :memory:, sqlite:///PATH or postgresql://USER@HOST:PORT/DBNAME",
     )
     migrate: bool = Field(
@@ -136,9 +140,16 @@ class BackendSettings(BaseSettings):
     @classmethod
     def _database(cls, value: str) -> str:
         try:
-            parse_database(value)
+            database = parse_database(value)
         except ValueError as error:
             raise PydanticCustomError("database_url", str(error)) from None
+        folder = database.path.parent if database.path is not None else None
+        # Only the default's own folder (.osbp/) is made: a mistyped folder is a mistake, not a place to
+        # create a new, empty platform.
+        if folder is not None and not folder.exists() and value.strip() != DEFAULT_DB:
+            raise PydanticCustomError(
+                "database_folder", "the folder {folder} does not exist", {"folder": str(folder)}
+            )
         return value.strip()
 
     @field_validator("now", mode="before")

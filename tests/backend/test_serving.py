@@ -202,6 +202,49 @@ def test_a_database_path_that_cannot_be_created_is_one_line_naming_the_db_flag(t
     assert "Traceback" not in result.stderr
 
 
+def test_a_database_in_a_folder_that_does_not_exist_is_refused_and_no_folder_is_made(tmp_path: Path):
+    """Platform choice: a mistyped `--db` folder is a mistake, not a place to start an empty platform."""
+    database = tmp_path / "typo" / "deeper" / "backend.db"
+    command = [sys.executable, "-m", "osbp", "backend", "--db", str(database), "--port", "0"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        f"osbp backend: --db {database}: the folder {database.parent} does not exist ("
+    )
+    assert result.stderr.count("\n") == 1
+    assert not (tmp_path / "typo").exists()
+
+
+def test_a_file_that_is_not_a_database_is_one_line_not_a_traceback(tmp_path: Path):
+    """Platform choice: `--db notes.txt` is refused in one line; the file is left as it was."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("shopping list\n", encoding="utf-8")
+    command = [sys.executable, "-m", "osbp", "backend", "--db", str(notes), "--port", "0"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"osbp backend: --db {notes}: cannot open the database: file is not a database; choose another --db\n"
+    )
+    assert notes.read_text(encoding="utf-8") == "shopping list\n"
+
+
+def test_the_ready_log_line_names_the_database_and_whether_it_was_just_made(tmp_path: Path):
+    """Platform choice: the first start on a (mistyped) new file says so; the next start does not."""
+    database = tmp_path / "bookwell.db"
+    seen = []
+    for _ in range(2):
+        process = _backend("--db", str(database), "--port", "0")
+        try:
+            assert process.stdout is not None
+            assert json.loads(process.stdout.readline())["event"] == "ready"
+        finally:
+            process.terminate()
+            _, stderr = process.communicate(timeout=30)
+        ready = next(r for r in map(json.loads, stderr.splitlines()) if r.get("event") == "ready")
+        seen.append((ready["database"], ready["new_database"]))
+    assert seen == [(str(database), True), (str(database), False)]
+
+
 def _statuses(base_url: str, forwarded_for: list[str | None]) -> list[int]:
     """The status of one `GET /health` per entry, each with that `X-Forwarded-For` (None: no header)."""
     with httpx2.Client(base_url=base_url) as client:
