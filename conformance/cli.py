@@ -20,17 +20,11 @@ import shlex
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-import anyio
-from pydantic import ValidationError
-
-from osbp.conformance.battery import Report, run_battery
-from osbp.conformance.checks import CATALOG
-from osbp.conformance.fixtures import load_fixtures
-from osbp.conformance.report import check_table_markdown, render_human, render_json
-from osbp.conformance.self_target import self_target
-from osbp.conformance.wire import ServerTarget, server_env
+if TYPE_CHECKING:
+    from osbp.conformance.battery import Report
+    from osbp.conformance.wire import ServerTarget
 
 __all__ = ["main"]
 
@@ -116,6 +110,9 @@ def _env_pairs(parser: argparse.ArgumentParser, pairs: list[str]) -> dict[str, s
 
 
 def _list_checks(markdown: bool) -> int:
+    from osbp.conformance.checks import CATALOG
+    from osbp.conformance.report import check_table_markdown
+
     if markdown:
         print(check_table_markdown())
     else:
@@ -138,6 +135,12 @@ def _grade(
     location_url: str | None = None,
     audit_log: str | None = None,
 ) -> Report | str:
+    import anyio
+    from pydantic import ValidationError
+
+    from osbp.conformance.battery import run_battery
+    from osbp.conformance.fixtures import load_fixtures
+
     try:
         fixtures = load_fixtures(fixtures_path)
     except (OSError, ValueError, ValidationError) as exc:
@@ -174,6 +177,12 @@ def main(argv: Sequence[str]) -> int:
         return _list_checks(args.markdown)
     if args.timeout <= 0:
         parser.error("--timeout must be positive")
+    # The battery (the MCP SDK, pydantic models) and, for --self, the platform are imported only now:
+    # `--help` and a usage error are answered at once.
+    from osbp.conformance.report import render_human, render_json
+    from osbp.conformance.self_target import self_target
+    from osbp.conformance.wire import ServerTarget, server_env
+
     if args.self_:
         with self_target(transport=args.transport) as own:
             outcome = _grade(

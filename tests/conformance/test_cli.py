@@ -163,3 +163,21 @@ def test_an_unreadable_fixture_file_exits_2(tmp_path, capsys):
     path.write_text("{}", encoding="utf-8")
     assert main(["--server", "x", "--fixtures", str(path)]) == 2
     assert "cannot read the fixture file" in capsys.readouterr().err
+
+
+def test_help_imports_neither_the_battery_nor_the_platform() -> None:
+    """Platform choice: `osbp conformance --help` answers at once: the battery (the MCP SDK) and the
+    platform `--self` starts are imported only when a run needs them."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from osbp.conformance import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    cli.main(['--help'])\n"
+        "loaded = [m for m in sys.modules if m.split('.')[0] in ('mcp', 'fastapi', 'sqlalchemy')\n"
+        "          or m in ('osbp.conformance.battery', 'osbp.backend.app')]\n"
+        "print(sorted(loaded))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"
