@@ -59,9 +59,13 @@ def _log_path(given: str | None) -> Path | str:
 
 def _unreadable(path: Path, error: OSError) -> str:
     if isinstance(error, FileNotFoundError):
+        # Logs elsewhere under the working folder's .osbp/ (the demo's, a second server's) are named, so
+        # `osbp audit verify` after `make demo` says where to look.
+        found = sorted(str(log) for log in Path(".osbp").glob("*/*.jsonl") if log != path)
+        nearby = f"; audit logs under .osbp/: {', '.join(found[:5])}" if found else ""
         return (
             f"no audit log at {path}: check the path (a server creates its log when it starts, at "
-            "--audit-log-path / OSBP_AUDIT_LOG_PATH)"
+            f"--audit-log-path / OSBP_AUDIT_LOG_PATH){nearby}"
         )
     if isinstance(error, IsADirectoryError):
         return f"{path} is a directory: give the audit log file inside it"

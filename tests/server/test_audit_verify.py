@@ -179,6 +179,19 @@ def test_a_missing_default_log_is_named_by_its_default_path(tmp_path):
 
 
 @pytest.mark.integration
+def test_a_missing_default_log_names_the_logs_found_under_dot_osbp(tmp_path):
+    """Platform choice: after `make demo` (whose log is .osbp/demo/audit.jsonl), `osbp audit verify`
+    alone says where the logs are instead of only that the default is missing."""
+    demo_log = tmp_path / ".osbp" / "demo" / "audit.jsonl"
+    demo_log.parent.mkdir(parents=True)
+    demo_log.write_text("", encoding="utf-8")
+    done = verify(cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.endswith("; audit logs under .osbp/: .osbp/demo/audit.jsonl\n")
+    assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.integration
 def test_an_empty_path_and_a_directory_are_one_line_each(tmp_path):
     """Platform choice: only a file can be verified; anything else says so on one line, exit 2."""
     empty = verify("", cwd=tmp_path)
