@@ -170,8 +170,8 @@ def _main_http(settings: ServerSettings) -> int:
         return _fail(parts)
     try:
         return anyio.run(http.serve_http, parts.adapter, parts.audit, settings)
-    except SystemExit as stopped:  # uvicorn could not listen (the address in use): it logged why
-        return _fail(f"cannot listen on {settings.http.host}:{settings.http.port} (status {stopped.code})")
+    except http.ListenError as error:
+        return _fail(f"--port {settings.http.port}: {error}; stop what holds it or choose another --port")
     except Exception:
         logger.exception("server_crashed")
         return 1

@@ -37,8 +37,11 @@ authorization; otherwise the server does not start.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import socket
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -58,6 +61,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -78,9 +82,12 @@ from osbp.server.settings import ServerSettings
 from osbp.server.tools import dotted_name
 
 __all__ = [
+    "HEALTH_PATH",
     "MCP_PATH",
+    "ListenError",
     "RequestGate",
     "build_app",
+    "listen",
     "page_origin",
     "refusal",
     "request_state_security",
@@ -91,6 +98,8 @@ __all__ = [
 logger = logging.getLogger("osbp.server")
 
 MCP_PATH = "/mcp"
+#: Liveness for a load balancer or an orchestrator: answers while the process serves.
+HEALTH_PATH = "/health"
 _METADATA_PATH = "/.well-known/oauth-protected-resource"
 
 
@@ -258,7 +267,10 @@ def request_state_security(settings: ServerSettings) -> RequestStateSecurity:
     keys = settings.request_state_keys()
     if keys:
         return RequestStateSecurity(keys=list(keys), ttl=ttl)
-    logger.warning(
+    # A warning where replicas are likely (a state store they share), a note for a single process.
+    shared = str(settings.adapter.state_path).startswith(("postgresql:", "postgres:"))
+    logger.log(
+        logging.WARNING if shared else logging.INFO,
         "request_state_key_ephemeral",
         extra={
             "detail": "no OSBP_REQUEST_STATE_KEY: a host confirmation started on this process is refused "
@@ -288,6 +300,32 @@ def _site(settings: ServerSettings, state: StateBackend) -> ConfirmationSite | N
         )
         return None
     return ConfirmationSite(ConfirmationPages(state, settings.clock(), settings.approval_ttl()), origin)
+
+
+class ListenError(Exception):
+    """The address cannot be listened on (in use, not this machine's): the one line that says so."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host``:``port`` (``[::1]`` or ``::1`` for IPv6), or ListenError."""
+    bare = host.strip("[]")
+    try:
+        return socket.create_server(
+            (bare, port), family=socket.AF_INET6 if ":" in bare else socket.AF_INET, backlog=2048
+        )
+    except OSError as error:
+        reason = "the address is already in use" if error.errno == errno.EADDRINUSE else error.strerror
+        raise ListenError(f"cannot listen on {host}:{port}: {(reason or str(error)).lower()}") from None
+
+
+def _url_host(host: str) -> str:
+    bare = host.strip("[]")
+    return f"[{bare}]" if ":" in bare else bare
+
+
+async def _health(_: Request) -> Response:
+    """``GET /health``: the process serves (no authorization, no platform call: liveness only)."""
+    return JSONResponse({"status": "ok"})
 
 
 def build_app(
@@ -366,6 +404,7 @@ def build_app(
         if all(route.path != _METADATA_PATH for route in metadata):
             routes.append(Route(_METADATA_PATH, endpoint=metadata[0].endpoint, methods=["GET", "OPTIONS"]))
     routes.insert(0, Route(MCP_PATH, endpoint=endpoint))
+    routes.append(Route(HEALTH_PATH, endpoint=_health, methods=["GET"]))
     if site is not None:
         routes += site.routes()
 
@@ -404,9 +443,19 @@ async def serve_http(adapter: BookingAdapter, audit: AuditLog, settings: ServerS
             timeout_graceful_shutdown=5,
             h11_max_incomplete_event_size=64 * 1024,
         )
-        where = {"url": f"http://{http.host}:{http.port}{MCP_PATH}", "audit": str(audit.path)}
+        # Bound here, before serving: a busy port is the caller's one-line error (ListenError), and the
+        # real port (--port 0) is known for the announcement; connections made meanwhile wait in the backlog.
+        sock = listen(http.host, http.port)
+        url = f"http://{_url_host(http.host)}:{sock.getsockname()[1]}"
+        where = {"url": url + MCP_PATH, "health": url + HEALTH_PATH, "audit": str(audit.path)}
+        # stdout is free over HTTP (no MCP on it): one JSON line a parent or a person reads the address from.
+        sys.stdout.write(json.dumps({"event": "ready", **where}) + "\n")
+        sys.stdout.flush()
         logger.info("serving_http", extra=where)
-        await uvicorn.Server(config).serve()
+        try:
+            await uvicorn.Server(config).serve(sockets=[sock])
+        finally:
+            sock.close()
     finally:
         await close_parts(adapter, audit)
     logger.info("stopped")

@@ -451,3 +451,55 @@ def test_a_required_page_that_cannot_be_served_is_refused_at_start(
     assert done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("osbp mcp: --confirmation page needs the confirmation page")
     assert not (tmp_path / ".osbp").exists()  # refused before any file was created
+
+
+def _http_server(workdir: Path, *args: str, base_url: str) -> subprocess.Popen[str]:
+    env = {key: os.environ[key] for key in ("PATH", "HOME", "LANG") if key in os.environ}
+    env |= {"PYTHONPATH": str(REPO)} | remote_env(base_url, workdir, None)
+    command = [sys.executable, "-m", "osbp", "mcp", "--transport", "streamable-http", *args]
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=workdir
+    )
+
+
+def test_the_http_server_announces_its_real_address_and_answers_health(
+    platform: PlatformServer, tmp_path: Path
+) -> None:
+    """Platform choice: `--port 0` serves a free port and the first stdout line says which (with the
+    health URL); `GET /health` answers without authorization or a platform call."""
+    process = _http_server(tmp_path, "--port", "0", base_url=platform.base_url)
+    try:
+        assert process.stdout is not None
+        ready = json.loads(process.stdout.readline())
+        assert ready["event"] == "ready"
+        assert ready["url"].startswith("http://127.0.0.1:")
+        assert ready["url"].endswith("/mcp")
+        assert ready["url"] != "http://127.0.0.1:0/mcp"
+        assert ready["health"] == ready["url"].removesuffix("/mcp") + "/health"
+        health = httpx2.get(ready["health"], trust_env=False, timeout=10)
+        assert (health.status_code, health.json()) == (200, {"status": "ok"})
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=30)
+    # One process on a local state file: the per-process confirmation key is a note, not a warning.
+    assert '"level":"WARNING","logger":"osbp.server","event":"request_state_key_ephemeral"' not in stderr
+
+
+def test_a_busy_port_is_one_line_naming_the_port_and_no_ready_line(
+    platform: PlatformServer, tmp_path: Path
+) -> None:
+    """Platform choice: a taken port is refused before anything is announced: one line, status 2."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        process = _http_server(
+            tmp_path, "--port", str(port), "--log-level", "ERROR", base_url=platform.base_url
+        )
+        stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 2
+    assert stdout == ""
+    assert stderr == (
+        f"osbp mcp: --port {port}: cannot listen on 127.0.0.1:{port}: the address is already in use; "
+        "stop what holds it or choose another --port\n"
+    )
