@@ -26,6 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import anyio
@@ -33,7 +34,9 @@ import httpx2
 import jwt
 from jwt import PyJWK, PyJWKSet
 from jwt.exceptions import InvalidSubjectError
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, RequireAuthMiddleware
 from mcp.server.auth.provider import AccessToken
+from starlette.types import Receive, Scope, Send
 
 from osbp.protocol.models import ToolName
 from osbp.protocol.principal import Principal
@@ -41,12 +44,14 @@ from osbp.protocol.principal import Principal
 __all__ = [
     "ALGORITHMS",
     "BOOK",
+    "NO_TOKEN",
     "READ",
     "TOOL_SCOPES",
     "VERIFY",
     "JwtVerifier",
     "KeySet",
     "OsbpAccessToken",
+    "RequireBearer",
     "principal_of",
 ]
 
@@ -251,6 +256,7 @@ class JwtVerifier:
         except (jwt.PyJWTError, ValueError) as error:
             # The reason only (expired, wrong audience...), never the token.
             logger.info("bearer_token_rejected", extra={"reason": type(error).__name__})
+            _REJECTION.set(_why(error))
             return None
         scope = claims.get("scope", "")
         listed = claims.get(self._claim)
@@ -269,6 +275,39 @@ class JwtVerifier:
             claims=claims,
             organizations=organizations,
         )
+
+
+#: Why this request's bearer token was refused, for its 401 (set by verify_token in the request's task).
+_REJECTION: ContextVar[str | None] = ContextVar("osbp_bearer_rejection", default=None)
+#: The 401's description when no token came at all.
+NO_TOKEN = "no bearer token: send Authorization: Bearer <access token>"  # noqa: S105 - a message, no secret
+
+
+def _why(error: Exception) -> str:
+    """A refused token's reason in the words of RFC 6750's error_description: the class, never the token."""
+    if isinstance(error, jwt.ExpiredSignatureError):
+        return "the token has expired"
+    if isinstance(error, jwt.ImmatureSignatureError):
+        return "the token is not valid yet (nbf or iat in the future)"
+    if isinstance(error, jwt.InvalidAudienceError):
+        return "the token is for another resource (aud is not this server's resource URL)"
+    if isinstance(error, jwt.InvalidIssuerError):
+        return "the token is from another issuer"
+    if isinstance(error, jwt.PyJWKError | jwt.InvalidSignatureError):
+        return "the token is not signed by a key of the issuer's JWKS"
+    return "the token is malformed or lacks a required claim"
+
+
+class RequireBearer(RequireAuthMiddleware):
+    """The SDK's bearer requirement, with a 401 that says why: no token, or which check refused it."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not isinstance(scope.get("user"), AuthenticatedUser):
+            sent = any(name == b"authorization" for name, _ in scope.get("headers", ()))
+            why = (_REJECTION.get() or "the token was not accepted") if sent else NO_TOKEN
+            await self._send_auth_error(send, status_code=401, error="invalid_token", description=why)
+            return
+        await super().__call__(scope, receive, send)
 
 
 def principal_of(request: object) -> Principal | None:

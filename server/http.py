@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 import anyio
 import uvicorn
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
 from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
 from mcp.server.request_state import RequestStateSecurity
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
@@ -71,7 +71,7 @@ from osbp.protocol.retention import StatePurge
 from osbp.protocol.state import StateBackend, open_state_store
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
-from osbp.server.auth import BOOK, READ, TOOL_SCOPES, VERIFY, JwtVerifier, KeySet, principal_of
+from osbp.server.auth import BOOK, READ, TOOL_SCOPES, VERIFY, JwtVerifier, KeySet, RequireBearer, principal_of
 from osbp.server.compose import close_parts
 from osbp.server.confirmation_page import ConfirmationSite
 from osbp.server.edge import RequestLimit, edge_protocol, raise_file_limit
@@ -387,7 +387,7 @@ def build_app(
             timeout_s=http.request_timeout_s,
             metadata_url=metadata_url,
         )
-        endpoint = RequireAuthMiddleware(gate, [], AnyHttpUrl(metadata_url))
+        endpoint = RequireBearer(gate, [], AnyHttpUrl(metadata_url))
         middleware = [
             Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(verifier)),
             Middleware(AuthContextMiddleware),

@@ -19,8 +19,10 @@ others may read or write is refused, as ssh refuses such a private key. The issu
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
+import socket
 import stat
 import sys
 import time
@@ -77,6 +79,12 @@ class DevIssuer:
         fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as out:
             out.write(pem)
+        # Said aloud: run from another folder, this is a second key, and a server that reads the first
+        # one's JWKS refuses every token it signs.
+        sys.stderr.write(
+            f"{PROG}: created a new signing key {self._path} (a server must read this key's JWKS: "
+            f"`osbp auth jwks` or `osbp auth serve` from this folder, or --state-dir)\n"
+        )
         return key
 
     def public_jwk(self, *, with_kid: bool = True) -> dict[str, Any]:
@@ -175,8 +183,20 @@ def _serve(issuer: DevIssuer, host: str, port: int) -> int:
             Route("/.well-known/oauth-authorization-server", about),
         ]
     )
-    sys.stderr.write(f"{PROG}: development issuer {issuer.issuer} serving on http://{host}:{port}\n")
-    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
+    # Listening first: a busy port is one line, and "serving" is said only once it is true.
+    bare = host.strip("[]")
+    try:
+        sock = socket.create_server((bare, port), family=socket.AF_INET6 if ":" in bare else socket.AF_INET)
+    except OSError as error:
+        reason = "the address is already in use" if error.errno == errno.EADDRINUSE else error.strerror
+        return _fail(f"--port {port}: cannot listen on {host}:{port}: {(reason or str(error)).lower()}")
+    shown = f"[{bare}]" if ":" in bare else bare
+    sys.stderr.write(f"{PROG}: development issuer {issuer.issuer} serving on http://{shown}:{port}\n")
+    config = uvicorn.Config(app, log_config=None, access_log=False)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
     return 0
 
 
@@ -186,20 +206,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as exc:
         return int(exc.code or 0)
-    try:
-        issuer = DevIssuer(args.state_dir, args.issuer)
-    except (OSError, ValueError) as error:
-        return _fail(f"cannot use the signing key in {args.state_dir}: {error}")
+    # The arguments first: a mistake is answered without making a signing key.
     if args.command == "token":
         if not 0 < args.ttl <= LONGEST_TTL_S:
             return _fail(f"--ttl must be 1 to {LONGEST_TTL_S} seconds")
         if not args.subject.strip():
             return _fail("--subject must not be empty (a resource server refuses a token without one)")
-        scopes = args.scope.split()
+    if args.command == "serve" and not is_loopback(args.host):
+        return _fail(f"--host {args.host}: the development issuer serves loopback only")
+    try:
+        issuer = DevIssuer(args.state_dir, args.issuer)
+    except (OSError, ValueError) as error:
+        return _fail(f"cannot use the signing key in {args.state_dir}: {error}")
+    if args.command == "token":
         token = issuer.token(
             subject=args.subject,
             audience=args.audience,
-            scopes=scopes,
+            scopes=args.scope.split(),
             organizations=args.org,
             ttl_s=args.ttl,
         )
@@ -208,6 +231,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "jwks":
         sys.stdout.write(json.dumps(issuer.jwks()) + "\n")
         return 0
-    if not is_loopback(args.host):
-        return _fail(f"--host {args.host}: the development issuer serves loopback only")
     return _serve(issuer, args.host, args.port)

@@ -155,6 +155,7 @@ async def test_a_request_without_a_token_is_401_naming_the_protected_resource_me
     """MCP authorization, RFC 6750 and RFC 9728: 401 with WWW-Authenticate resource_metadata; the metadata."""
     answer = post(server.url, INITIALIZE)
     assert answer.status_code == 401
+    assert answer.json()["error_description"] == "no bearer token: send Authorization: Bearer <access token>"
     challenge = answer.headers["www-authenticate"]
     assert challenge.startswith("Bearer ")
     metadata_url = f"http://127.0.0.1:{server.port}/.well-known/oauth-protected-resource/mcp"
@@ -215,6 +216,15 @@ async def test_a_token_that_fails_verification_is_401(
     assert answer.status_code == 401
     assert 'error="invalid_token"' in answer.headers["www-authenticate"]
     assert "resource_metadata=" in answer.headers["www-authenticate"]
+    # The description says which check refused the token (never the token), and differs from no token's.
+    reasons = {
+        "expired": "the token has expired",
+        "not_yet_valid": "the token is not valid yet (nbf or iat in the future)",
+        "wrong_audience": "the token is for another resource (aud is not this server's resource URL)",
+        "unknown_key": "the token is not signed by a key of the issuer's JWKS",
+    }
+    expected = reasons.get(case, "the token is malformed or lacks a required claim")
+    assert answer.json() == {"error": "invalid_token", "error_description": expected}
 
 
 async def test_a_tool_outside_the_tokens_scopes_is_403_insufficient_scope(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -103,6 +104,28 @@ def test_the_development_issuer_serves_loopback_only(tmp_path: Path) -> None:
     assert refused.returncode == 2
     assert refused.stderr.count("\n") == 1
     assert "loopback only" in refused.stderr
+
+
+def test_a_new_signing_key_is_announced_once_and_a_busy_port_is_one_line(tmp_path: Path) -> None:
+    """Platform choice (development issuer): making a key is said on stderr (run from another folder it
+    is a second key, whose tokens a server reading the first JWKS refuses); reusing it is silent; `serve`
+    on a port another process holds is one line and status 2, with no "serving" said first."""
+    first = osbp("auth", "jwks", cwd=tmp_path)
+    assert first.stderr == (
+        "osbp auth: created a new signing key .osbp/state/dev-issuer-key.pem (a server must read this "
+        "key's JWKS: `osbp auth jwks` or `osbp auth serve` from this folder, or --state-dir)\n"
+    )
+    again = osbp("auth", "jwks", cwd=tmp_path)
+    assert (again.returncode, again.stderr, again.stdout) == (0, "", first.stdout)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        busy = osbp("auth", "serve", "--port", str(port), cwd=tmp_path)
+    assert busy.returncode == 2
+    assert busy.stderr == (
+        f"osbp auth: --port {port}: cannot listen on 127.0.0.1:{port}: the address is already in use\n"
+    )
 
 
 @pytest.fixture
