@@ -37,8 +37,8 @@ __all__ = [
 BUSY_TIMEOUT_MS = 30_000
 #: The one line a PostgreSQL URL gets where psycopg is not installed.
 POSTGRES_DRIVER_MISSING = (
-    "PostgreSQL needs the psycopg driver, an optional part of osbp: install osbp[postgres] "
-    "(pip install 'osbp[postgres]')"
+    "PostgreSQL needs the psycopg driver, an optional part of osbp: install the postgres extra "
+    "(in a checkout: .venv/bin/pip install -e '.[postgres]')"
 )
 
 

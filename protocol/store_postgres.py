@@ -15,7 +15,7 @@ idle connection the server ended (a restart, ``pg_terminate_backend``) is droppe
 caller as :class:`~osbp.protocol.store.StateStoreError`.
 Operations run in a worker thread (:meth:`PostgresStateStore.run`): every statement is a network round
 trip, so none blocks the event loop. psycopg is imported only when a PostgreSQL location is opened; it is
-the ``postgres`` extra (``pip install 'osbp[postgres]'``).
+the ``postgres`` extra (in a checkout: ``.venv/bin/pip install -e '.[postgres]'``).
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class PostgresStateStore:
         if psycopg is None:
             raise StateUnavailable(
                 "a postgresql:// state location needs psycopg: install the postgres extra "
-                "(pip install 'osbp[postgres]')"
+                "(in a checkout: .venv/bin/pip install -e '.[postgres]')"
             )
         self.url = url
         self.location = redacted(url)

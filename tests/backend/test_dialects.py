@@ -18,7 +18,7 @@ def test_a_postgresql_url_without_the_driver_installed_says_which_extra_to_insta
     with pytest.raises(RuntimeError) as missing:
         Database("postgresql://bookwell@127.0.0.1:5432/bookwell")
     assert str(missing.value) == POSTGRES_DRIVER_MISSING
-    assert "pip install 'osbp[postgres]'" in POSTGRES_DRIVER_MISSING
+    assert ".venv/bin/pip install -e '.[postgres]'" in POSTGRES_DRIVER_MISSING
 
 
 def _take(db: Database, scope: str) -> None:
