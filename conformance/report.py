@@ -3,7 +3,10 @@
 The human report groups the checks under the spec section they come from, in the specification's own
 order (a section's "(beyond the spec)" checks sit under that section, tagged). Each check is one line,
 `  PASS|FAIL|SKIP <id>  <requirement>[  (beyond the spec)]`; under a FAIL come indented `expected:` and
-`observed:` lines when the check knows those values, then the detail; under a SKIP the reason. The last
+`observed:` lines when the check knows those values, then the detail; under a SKIP the reason. Checks
+that never ran because an earlier one failed (``not reached: wire.initialize failed first``, or after
+``not graded: the run stopped at …`` after ``--fail-fast``) are one line, ``128 more checks SKIP, not
+reached: …``, not listed one by one, and the last line counts them (``128 skipped: 128 not reached``). The last
 line is `PASS n/N checks passed (f failed, s skipped)`; its first word is the verdict of the whole run:
 `FAIL` when any check failed, else `INCOMPLETE` when any was skipped, and then the tally names the skipped
 checks (`(0 failed, 2 skipped: runtime.slot_taken, runtime.rate_limited)`).
@@ -41,6 +44,8 @@ SPEC_ORDER = (
 )
 _BEYOND = " (beyond the spec)"
 _INDENT = "       "
+#: How a check that never ran because an earlier one failed (or a fail-fast stop) explains its SKIP.
+_UNREACHED = ("not reached: ", "not graded: the run stopped at ")
 
 
 def section_of(section: str) -> tuple[str, bool]:
@@ -53,8 +58,14 @@ def section_of(section: str) -> tuple[str, bool]:
 def summary_line(report: Report) -> str:
     """The final line: the run's verdict, the counts, and which checks were not graded."""
     counts = report.summary
-    skipped = report.skipped_ids
-    named = f": {', '.join(skipped)}" if skipped else ""
+    unreached = {
+        check.id
+        for check in report.checks
+        if check.status is Verdict.SKIP and check.detail.startswith(_UNREACHED)
+    }
+    named_ids = [check_id for check_id in report.skipped_ids if check_id not in unreached]
+    parts = named_ids + ([f"{len(unreached)} not reached"] if unreached else [])
+    named = f": {', '.join(parts)}" if parts else ""
     tally = f"({counts.failed} failed, {counts.skipped} skipped{named})"
     return f"{report.verdict} {counts.passed}/{counts.total} checks passed {tally}"
 
@@ -84,11 +95,22 @@ def _check_lines(check: CheckReport, width: int) -> list[str]:
 def render_human(report: Report) -> str:
     """The terminal report."""
     width = max(len(check.id) for check in report.checks)
+    # Checks a failure kept from running are counted, not listed: when the server cannot start, its
+    # failure (and its stderr) is what the reader sees, not a hundred SKIP lines around it.
+    unreached: dict[str, int] = {}
+    graded = []
+    for check in report.checks:
+        if check.status is Verdict.SKIP and check.detail.startswith(_UNREACHED):
+            unreached[check.detail] = unreached.get(check.detail, 0) + 1
+        else:
+            graded.append(check)
     lines = []
-    for heading, checks in _groups(report.checks):
+    for heading, checks in _groups(graded):
         lines.append(heading)
         for check in checks:
             lines += _check_lines(check, width)
+    for detail, count in unreached.items():
+        lines.append(f"{count} more {'check' if count == 1 else 'checks'} SKIP, {detail}")
     lines.append(summary_line(report))
     return "\n".join(lines)
 

@@ -108,6 +108,27 @@ def test_a_failure_prints_the_expected_and_the_observed_value_then_the_detail(fi
     assert lines[skipped + 1] == "       no --scenario-url"
 
 
+def test_checks_a_failure_kept_from_running_are_one_line_under_the_failure(fixtures):
+    """Platform choice (docs/conformance.md): when the server cannot start, the report is its failure
+    (with the server's stderr), one line counting the checks not reached, and the verdict."""
+    first = CATALOG[0]
+    unreached = "not reached: wire.initialize failed first"
+    results = [CheckResult(first, Verdict.FAIL, "Connection closed; server stderr: boom")]
+    results += [CheckResult(check, Verdict.SKIP, unreached) for check in CATALOG[1:]]
+    report = Report.build(
+        results, target=ServerTarget(["toy"]), fixtures=fixtures, scenario_url=None, duration=1.0
+    )
+    lines = render_human(report).splitlines()
+    rest = len(CATALOG) - 1
+    assert lines[1:] == [
+        f"  FAIL {first.id.ljust(max(len(check.id) for check in CATALOG))}  {first.requirement}",
+        "       Connection closed; server stderr: boom",
+        f"{rest} more checks SKIP, not reached: wire.initialize failed first",
+        lines[-1],
+    ]
+    assert lines[-1] == f"FAIL 0/{len(CATALOG)} checks passed (1 failed, {rest} skipped: {rest} not reached)"
+
+
 def test_the_json_report_carries_every_check_and_the_counts(fixtures):
     """Platform choice (docs/conformance.md): --json gives the same as a report object."""
     data = json.loads(render_json(_report(fixtures, fail=True, skip=False)))
