@@ -237,6 +237,21 @@ def from_response(response: UpstreamResponse) -> Problem:
             f"The booking platform failed (HTTP {status}). Retry shortly with the same input.",
             retryable=True,
         )
+    # The operator must see this: the agent only learns that the adapter failed.
+    if status == 404 and code == "not_found":
+        # No such route (not an unknown id, which has its own code): the platform URL is likely wrong.
+        logger.error(
+            "upstream_route_not_found",
+            extra={
+                "call": response.meta.call,
+                "detail": "the platform has no such endpoint: check --platform-url / OSBP_PLATFORM_BASE_URL, "
+                "the platform's base URL without /api (the adapter adds the paths), e.g. http://127.0.0.1:8400",
+            },
+        )
+    else:
+        logger.error(
+            "upstream_unexpected_status", extra={"call": response.meta.call, "status": status, "code": code}
+        )
     return internal_error(f"The platform answered HTTP {status} unexpectedly.")
 
 

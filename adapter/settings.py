@@ -60,7 +60,8 @@ class AdapterSettings(BaseModel):
         str, Setting("OSBP_ORGANIZATION_ID", "--organization-id", "not be empty", "ID")
     ] = Field(
         min_length=1,
-        description="the organizations served: one id, a comma-separated list, or * for every organization on the platform (required)",
+        description="the organizations served: one id, a comma-separated list, or * for every organization "
+        "on the platform (required)",
     )
     state_path: Annotated[
         Path | str,

@@ -185,3 +185,25 @@ async def test_a_native_price_osbp_cannot_represent_is_untranslatable_platform_d
         assert (failure.problem.code, failure.problem.retryable) == ("untranslatable_platform_data", False)
         assert amount not in failure.problem.message
     assert [record.getMessage() for record in caplog.records] == ["untranslatable_platform_data"] * 2
+
+
+@pytest.mark.anyio
+async def test_a_platform_url_ending_in_api_is_an_adapter_error_the_operator_is_told_how_to_fix(
+    platform: Platform, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Platform choice: `--platform-url …/api` reaches no endpoint (the adapter adds /api/…): the agent
+    gets internal_adapter_error, and the operator's log names the call and the setting to fix."""
+    adapter = make_adapter(platform.base_url + "/api", tmp_path / "s.sqlite3", FixedClock(NOW))
+    try:
+        with caplog.at_level(logging.ERROR, logger="osbp.adapter"):
+            failure = problem_of(await adapter.describe_service(ServiceDescribeInput(service_id=CLEANING)))
+    finally:
+        await adapter.aclose()
+    assert (failure.problem.code, failure.problem.message) == (
+        "internal_adapter_error",
+        "The platform answered HTTP 404 unexpectedly. The failure was recorded for the operator.",
+    )
+    logged = [record for record in caplog.records if record.getMessage() == "upstream_route_not_found"]
+    assert len(logged) == 1
+    assert "OSBP_PLATFORM_BASE_URL" in logged[0].__dict__["detail"]
+    assert logged[0].__dict__["call"].startswith("GET /api/")
