@@ -95,7 +95,7 @@ def _reader_gone() -> int:
     """The reader of stdout left (``osbp demo | head -3``): stop quietly, as a command in a pipe does.
 
     Python would report the closed pipe again when it flushes stdout at exit; pointing stdout at the null
-    device first keeps that from printing a second traceback.     """
+    device first keeps that from printing a second traceback."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
