@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from rich.console import Console
 from rich.table import Table
 
 from osbp.adapter.reference import build_adapter
@@ -33,6 +32,7 @@ from osbp.adapter.settings import AdapterSettings
 from osbp.backend.process import PlatformProcess
 from osbp.bench.latency import latency_ms
 from osbp.bench.options import Options, count
+from osbp.bench.results import console
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.contract import Failure, Success
@@ -169,9 +169,9 @@ def report(args: argparse.Namespace) -> int:
     results = anyio.run(run, args.iterations)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "adapter.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    console = Console(stderr=False)
-    console.print(_table(results))
-    console.print(f"wrote {args.out / 'adapter.json'}")
+    out = console()
+    out.print(_table(results))
+    out.print(f"wrote {args.out / 'adapter.json'}")
     upstream = results["upstream_requests_per_approved_create"]
     within_target = upstream["max"] <= TARGET_UPSTREAM_PER_CREATE and upstream["duplicated_fetches"] == 0
     return 0 if within_target else 1

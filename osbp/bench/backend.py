@@ -40,6 +40,7 @@ from osbp.backend.process import PlatformProcess
 from osbp.backend.schema import upgrade
 from osbp.bench.latency import percentile_ms
 from osbp.bench.options import Options, at_least, count
+from osbp.bench.results import console as bench_console
 
 __all__ = ["add_arguments", "distinct_slots", "report"]
 
@@ -289,7 +290,7 @@ def _run_setup(setup: Setup, url: str, args: argparse.Namespace, console: Consol
 def report(args: argparse.Namespace) -> int:
     """Run the backend benchmark, print the table, write ``<out>/backend.json``; 0 on no double booking."""
     output = args.out / "backend.json"
-    console = Console()
+    console = bench_console()
     results: dict[str, Any] = {"benchmark": "backend", "python": platform.python_version(), "setups": []}
     with (
         tempfile.TemporaryDirectory(prefix="osbp-bench-") as folder,

@@ -25,10 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from osbp.bench.options import Options, count
+from osbp.bench.results import console
 from osbp.demo.gallery import GALLERY_NOW
 from osbp.demo.traces_cli import DEFAULT_GALLERY
 from osbp.protocol.timeutil import format_instant
@@ -173,7 +173,7 @@ def add_arguments(options: Options) -> list[argparse.Action]:
 def report(args: argparse.Namespace) -> int:
     """Run the benchmark, print the table and write ``<out>/demo.json``."""
     results = run(demo_runs=args.demo_runs, replay_runs=args.replay_runs, against=args.demo_against)
-    Console().print(_table(results))
+    console().print(_table(results))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "demo.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -28,12 +28,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from osbp.bench.latency import latency_ms
 from osbp.bench.options import Options, count
-from osbp.bench.results import publish
+from osbp.bench.results import console, publish
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.idempotency import Claimed, IdempotencyStore, Replay
 from osbp.protocol.models import Receipt
@@ -172,5 +171,5 @@ def report(args: argparse.Namespace) -> int:
         for figures in workloads.values()
     )
     if doubles:
-        Console(stderr=True).print(f"osbp bench state: {doubles} keys claimed twice")
+        console(stderr=True).print(f"osbp bench state: {doubles} keys claimed twice")
     return int(doubles > 0)
