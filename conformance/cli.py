@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Sequence
-from contextlib import ExitStack
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -139,6 +139,7 @@ def _grade(
     from pydantic import ValidationError
 
     from osbp.conformance.battery import run_battery
+    from osbp.conformance.checks import CATALOG
     from osbp.conformance.fixtures import load_fixtures
 
     try:
@@ -166,7 +167,24 @@ def _grade(
                 fail_fast=args.fail_fast,
             )
 
-        return anyio.run(grade)
+        with _working(f"osbp conformance: grading {len(CATALOG)} checks"):
+            return anyio.run(grade)
+
+
+@contextmanager
+def _working(what: str) -> Iterator[None]:
+    """A spinner and the time elapsed on stderr while ``what`` runs, on a terminal only: piped or logged
+    output stays exactly the report."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        progress.add_task(what, total=None)
+        yield
 
 
 def main(argv: Sequence[str]) -> int:

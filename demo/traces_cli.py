@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from osbp.demo.replay import replay_traces
 from osbp.demo.traces import RecordingError, gallery_files, read_gallery, record_gallery, write_gallery
@@ -41,9 +44,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextmanager
+def _working(what: str) -> Iterator[None]:
+    """A spinner and the time elapsed on stderr while ``what`` runs, on a terminal only: piped output stays
+    the list of files (conformance's CLI has its own: the battery imports nothing of the demo's)."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        progress.add_task(what, total=None)
+        yield
+
+
 def _record(out: Path) -> int:
     try:
-        traces = anyio.run(record_gallery)
+        with _working("osbp traces record: recording the gallery through the real stack"):
+            traces = anyio.run(record_gallery)
     except RecordingError as error:
         print(f"osbp traces record: {error}", file=sys.stderr)
         return 1
@@ -58,7 +75,8 @@ def _replay(files: Sequence[Path]) -> int:
     if not paths:
         print("osbp traces replay: no trace files found", file=sys.stderr)
         return 2
-    reports = anyio.run(replay_traces, read_gallery(paths))
+    with _working(f"osbp traces replay: replaying {len(paths)} traces against a fresh platform"):
+        reports = anyio.run(replay_traces, read_gallery(paths))
     for report in reports:
         print(f"{'ok  ' if report.ok else 'FAIL'} {report.trace} ({report.steps} steps)")
         for mismatch in report.mismatches[:10]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import shlex
 import subprocess
 import sys
@@ -181,3 +183,38 @@ def test_help_imports_neither_the_battery_nor_the_platform() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def _stderr_on_a_terminal(command: list[str]) -> tuple[int, bytes, str]:
+    """Run ``command`` with stderr on a pseudo-terminal; its status, what the terminal showed, stdout."""
+    leader, follower = pty.openpty()
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower, text=True) as process:
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal's last writer closed it
+                break
+            if not chunk:
+                break
+            shown += chunk
+        stdout = process.stdout.read() if process.stdout is not None else ""
+        status = process.wait(timeout=60)
+    os.close(leader)
+    return status, shown, stdout
+
+
+def test_a_run_on_a_terminal_shows_progress_on_stderr_and_a_piped_report_stays_plain() -> None:
+    """Platform choice: a grading run says it is working (a spinner, the time elapsed) on a terminal;
+    the report on stdout is unchanged by it."""
+    slow = f"{sys.executable} -c 'import time; time.sleep(3)'"
+    command = [
+        sys.executable, "-m", "osbp", "conformance", "--server", slow,
+        "--fixtures", str(reference_fixtures_path()), "--timeout", "2",
+    ]  # fmt: skip
+    status, shown, stdout = _stderr_on_a_terminal(command)
+    assert status == 1
+    assert b"osbp conformance: grading" in shown
+    assert "osbp conformance: grading" not in stdout
+    assert stdout.splitlines()[-1].startswith("FAIL 0/")
