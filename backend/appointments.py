@@ -47,12 +47,8 @@ from osbp.backend.verification import check_code
 from osbp.backend.wire import AppointmentCreate, AppointmentOut, CustomerOut
 
 __all__ = [
-    "CANCEL",
-    "NO_SHOW",
     "Created",
-    "Transition",
     "appointment_out",
-    "change_status",
     "create",
     "find",
     "get",
@@ -379,64 +375,6 @@ def get(db: Database, *, organization_id: str, appointment_id: str, now: datetim
     """Read one appointment."""
     with db.read() as session:
         return appointment_out(*find(session, organization_id, appointment_id), now)
-
-
-@dataclass(frozen=True)
-class Transition:
-    """A status change and when it is allowed: from which statuses at `now`, and whether after the start."""
-
-    target: str
-    from_statuses: tuple[str, ...]
-    after_start: bool
-    #: The refusal's detail; ``{status}`` is the appointment's status at `now`.
-    refusal: str
-    #: Who makes the change, as its webhook event says.
-    actor: webhook_events.Actor
-
-
-#: Cancel a pending appointment, or a confirmed one that has not ended, freeing the provider's time.
-CANCEL = Transition(
-    target="cancelled",
-    from_statuses=("pending", "confirmed"),
-    after_start=False,
-    refusal="The appointment is {status}; it cannot be cancelled.",
-    actor="customer",
-)
-#: The merchant marks a confirmed appointment (ended or not) that has started as a no-show.
-NO_SHOW = Transition(
-    target="no_show",
-    from_statuses=("confirmed", "completed"),
-    after_start=True,
-    refusal="Only a confirmed appointment that has started can be marked a no-show.",
-    actor="merchant",
-)
-
-
-def change_status(
-    db: Database,
-    *,
-    organization_id: str,
-    appointment_id: str,
-    transition: Transition,
-    now: datetime,
-    tokens: TokenSource,
-) -> AppointmentOut:
-    """Apply `transition` and queue its event, or 409 `appointment_not_cancellable`."""
-    with db.write() as session:
-        appointment, service = find(session, organization_id, appointment_id)
-        status = native_status(appointment, now)
-        started = appointment.starts_utc <= now.timestamp()
-        if status not in transition.from_statuses or (transition.after_start and not started):
-            raise ProblemError("appointment_not_cancellable", transition.refusal.format(status=status))
-        return set_status(
-            session,
-            appointment,
-            service,
-            target=transition.target,
-            actor=transition.actor,
-            now=now,
-            tokens=tokens,
-        )
 
 
 def set_status(

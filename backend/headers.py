@@ -33,6 +33,8 @@ __all__ = [
     "AVAILABILITY_SUNSET_AT",
     "DEFAULT_VERSION",
     "DEPRECATIONS",
+    "NO_SHOW_DEPRECATED_AT",
+    "NO_SHOW_SUNSET_AT",
     "PLATFORM_SERVER",
     "REQUEST_ID_HEADER",
     "SUPPORTED_VERSIONS",
@@ -50,6 +52,10 @@ DEFAULT_VERSION = SUPPORTED_VERSIONS[-1]
 #: The availability endpoint's announced lifecycle: deprecated from this instant, removed at the next.
 AVAILABILITY_DEPRECATED_AT = datetime(2026, 6, 13, tzinfo=UTC)
 AVAILABILITY_SUNSET_AT = datetime(2032, 10, 1, tzinfo=UTC)
+#: The customer surface's no-show, a merchant action in the wrong place: the merchant's own
+#: `…/merchant/appointments/{id}/no-show` replaces it (the same rule: one status table, `merchant.ACTIONS`).
+NO_SHOW_DEPRECATED_AT = datetime(2026, 12, 1, tzinfo=UTC)
+NO_SHOW_SUNSET_AT = datetime(2033, 1, 1, tzinfo=UTC)
 #: Endpoints announced for retirement: path pattern -> lifecycle headers (RFC 9745: a structured-field
 #: Date; RFC 8594: an HTTP-date; RFC 8288 Link).
 DEPRECATIONS: tuple[tuple[re.Pattern[str], dict[str, str]], ...] = (
@@ -60,6 +66,15 @@ DEPRECATIONS: tuple[tuple[re.Pattern[str], dict[str, str]], ...] = (
             "Sunset": format_datetime(AVAILABILITY_SUNSET_AT, usegmt=True),
             "Link": '<https://developer.bookwell.example/deprecations/availability-v1>; rel="deprecation"; '
             'type="text/html"',
+        },
+    ),
+    (
+        re.compile(r"^/api/organizations/[^/]+/appointments/[^/]+/no-show/?$"),
+        {
+            "Deprecation": http_sf.ser(NO_SHOW_DEPRECATED_AT),
+            "Sunset": format_datetime(NO_SHOW_SUNSET_AT, usegmt=True),
+            "Link": "<https://developer.bookwell.example/deprecations/appointment-no-show>; "
+            'rel="deprecation"; type="text/html"',
         },
     ),
 )

@@ -1,9 +1,13 @@
-"""Merchant actions on an appointment: confirm, cancel, complete, no-show and reschedule.
+"""Status changes of an appointment: confirm, cancel, complete, no-show and reschedule, on every surface.
 
-Each is one `BEGIN IMMEDIATE` write transaction that checks the appointment's stored status against the
-platform clock, applies the change and queues its webhook event, so the event exists exactly when the
-change committed. What each action accepts (anything else is 409 `appointment_transition_not_allowed`,
-naming the `action` and the appointment's `appointment_status`):
+:data:`ACTIONS` is the platform's one status-transition table: the merchant's surface
+(``…/merchant/appointments/{id}/…``) and the customer's (``…/appointments/{id}/cancel``, and the
+deprecated ``…/appointments/{id}/no-show``) apply the same rules through :func:`act`; only the actor the
+webhook event names and the refusal's problem code differ per surface. Each is one `BEGIN IMMEDIATE` write
+transaction that checks the appointment's stored status against the platform clock, applies the change and
+queues its webhook event, so the event exists exactly when the change committed. What each action accepts
+(anything else is 409: `appointment_transition_not_allowed` on the merchant's surface, naming the `action`
+and the appointment's `appointment_status`; `appointment_not_cancellable` on the customer's):
 
     confirm     pending, before its start              -> confirmed
     cancel      pending, or confirmed before its end   -> cancelled
@@ -37,7 +41,7 @@ from osbp.backend.problems import ProblemError
 from osbp.backend.tokens import TokenSource
 from osbp.backend.wire import DATE_PATTERN, TIME_PATTERN, AppointmentOut
 
-__all__ = ["ACTIONS", "Action", "Reschedule", "act", "reschedule"]
+__all__ = ["ACTIONS", "Action", "Refusal", "Reschedule", "act", "reschedule"]
 
 
 def _started(appointment: Appointment, now: datetime) -> bool:
@@ -98,6 +102,10 @@ def _refuse(action: str, appointment: Appointment, now: datetime) -> ProblemErro
     )
 
 
+#: Builds the refusal of an action an appointment does not allow (the surface's problem).
+Refusal = Callable[[str, Appointment, datetime], ProblemError]
+
+
 def act(
     db: Database,
     *,
@@ -106,16 +114,18 @@ def act(
     action: Action,
     now: datetime,
     tokens: TokenSource,
+    actor: webhook_events.Actor = "merchant",
+    refusal: Refusal = _refuse,
 ) -> AppointmentOut:
-    """Apply a merchant status change (or confirm it already holds) and queue its event."""
+    """Apply a status change (or confirm it already holds: 200, unchanged, no event) and queue its event."""
     with db.write() as session:
         appointment, service = find(session, organization_id, appointment_id)
         if appointment.status == action.target:
             return appointment_out(appointment, service, now)
         if not action.allowed(appointment, now):
-            raise _refuse(action.name, appointment, now)
+            raise refusal(action.name, appointment, now)
         return set_status(
-            session, appointment, service, target=action.target, actor="merchant", now=now, tokens=tokens
+            session, appointment, service, target=action.target, actor=actor, now=now, tokens=tokens
         )
 
 

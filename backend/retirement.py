@@ -14,7 +14,7 @@ from datetime import datetime
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from osbp.backend.headers import AVAILABILITY_SUNSET_AT
+from osbp.backend.headers import AVAILABILITY_SUNSET_AT, NO_SHOW_SUNSET_AT
 from osbp.backend.problems import Problem, problem_response
 from osbp.backend.runtime import Runtime
 
@@ -35,6 +35,11 @@ RETIREMENTS: tuple[Retirement, ...] = (
         re.compile(r"^/api/organizations/[^/]+/availability/?$"),
         AVAILABILITY_SUNSET_AT,
         "https://developer.bookwell.example/deprecations/availability-v1",
+    ),
+    Retirement(
+        re.compile(r"^/api/organizations/[^/]+/appointments/[^/]+/no-show/?$"),
+        NO_SHOW_SUNSET_AT,
+        "https://developer.bookwell.example/deprecations/appointment-no-show",
     ),
 )
 

@@ -8,17 +8,21 @@ may wait out the busy timeout) stay `def`, in the thread pool.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
 from starlette.responses import JSONResponse, Response
 
-from osbp.backend import appointments
+from osbp.backend import appointments, merchant
 from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses
+from osbp.backend.appointments import native_status
 from osbp.backend.idempotency import parse_key
+from osbp.backend.models import Appointment
 from osbp.backend.openapi import answer_headers, header_parameter
 from osbp.backend.problems import Problem, ProblemError
 from osbp.backend.runtime import Runtime
+from osbp.backend.webhook_events import Actor
 from osbp.backend.wire import AppointmentCreate, AppointmentOut
 
 __all__ = ["router"]
@@ -152,6 +156,16 @@ async def read_appointment(organization_id: str, appointment_id: str, runtime: R
 _TRANSITION_PROBLEMS = problem_responses(
     "organization_not_found", "appointment_not_found", "appointment_not_cancellable"
 )
+#: The customer surface's refusals (`appointment_not_cancellable`); the rules are the merchant table's.
+_REFUSALS = {
+    "cancel": "The appointment is {status}; it cannot be cancelled.",
+    "no-show": "Only a confirmed appointment that has started can be marked a no-show.",
+}
+
+
+def _not_cancellable(action: str, appointment: Appointment, now: datetime) -> ProblemError:
+    status = native_status(appointment, now)
+    return ProblemError("appointment_not_cancellable", _REFUSALS[action].format(status=status))
 
 
 @router.post(
@@ -160,29 +174,32 @@ _TRANSITION_PROBLEMS = problem_responses(
     responses=_TRANSITION_PROBLEMS,
 )
 def cancel_appointment(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
-    """Cancel a pending or upcoming appointment (frees the provider's time)."""
-    return _change_status(runtime, organization_id, appointment_id, appointments.CANCEL)
+    """Cancel a pending or upcoming appointment (frees the provider's time); cancelling a cancelled
+    appointment answers it unchanged, so a retry after a lost answer is safe."""
+    return _act(runtime, organization_id, appointment_id, "cancel", actor="customer")
 
 
 @router.post(
     "/organizations/{organization_id}/appointments/{appointment_id}/no-show",
     response_model=AppointmentOut,
     responses=_TRANSITION_PROBLEMS,
+    deprecated=True,
 )
 def mark_no_show(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
-    """The merchant marks a started appointment as a no-show."""
-    return _change_status(runtime, organization_id, appointment_id, appointments.NO_SHOW)
+    """Deprecated (Deprecation, Sunset and Link headers): the merchant's
+    `POST …/merchant/appointments/{appointment_id}/no-show` replaces it, with the same rule."""
+    return _act(runtime, organization_id, appointment_id, "no-show", actor="merchant")
 
 
-def _change_status(
-    runtime: Runtime, organization_id: str, appointment_id: str, transition: appointments.Transition
-) -> Response:
-    changed = appointments.change_status(
+def _act(runtime: Runtime, organization_id: str, appointment_id: str, name: str, *, actor: Actor) -> Response:
+    changed = merchant.act(
         runtime.db,
         organization_id=organization_id,
         appointment_id=appointment_id,
-        transition=transition,
+        action=merchant.ACTIONS[name],
         now=runtime.clock.now(),
         tokens=runtime.tokens,
+        actor=actor,
+        refusal=_not_cancellable,
     )
     return model_response(changed)

@@ -51,15 +51,16 @@ def test_the_other_provider_can_take_the_same_time(client):
     assert create(client, "carolyns_dental", other, key="b").status_code == 201
 
 
-def test_cancel_frees_the_providers_time(client):
-    """Platform choice: the native cancel endpoint gives status reads a real cancelled case."""
+def test_cancel_frees_the_providers_time_and_a_repeated_cancel_answers_it_unchanged(client):
+    """Platform choice: the native cancel endpoint gives status reads a real cancelled case; cancelling it
+    again answers 200 with the appointment unchanged (as the merchant's cancel does), so a retry after a
+    lost answer is safe."""
     first = create(client, "carolyns_dental", booking(), key="a").json()
     cancelled = client.post(f"/api/organizations/carolyns_dental/appointments/{first['id']}/cancel")
     assert cancelled.status_code == 200
     assert cancelled.json()["status"] == "cancelled"
     again = client.post(f"/api/organizations/carolyns_dental/appointments/{first['id']}/cancel")
-    assert again.status_code == 409
-    assert again.json()["code"] == "appointment_not_cancellable"
+    assert (again.status_code, again.json()) == (200, cancelled.json())
     assert create(client, "carolyns_dental", booking(), key="b").status_code == 201
 
 
@@ -293,14 +294,16 @@ def test_the_exclusion_constraint_answers_slot_taken_for_an_overlap_the_check_ca
 
 CLEANING, NEW_PATIENT = "carolyns_dental_cleaning", "carolyns_dental_new_patient_exam"
 #: (service, stored status or None for as created, platform clock, cancel answer, no-show answer) for a
-#: 10:00-10:45 New York appointment on DAY; 409 is `appointment_not_cancellable`.
+#: 10:00-10:45 New York appointment on DAY; 409 is `appointment_not_cancellable`. The rules are the
+#: merchant surface's (one table): an outcome that already holds answers 200 unchanged.
 TRANSITIONS = [
     (CLEANING, None, "2026-05-05T13:00:00Z", "cancelled", 409),  # confirmed, upcoming
     (CLEANING, None, "2026-05-05T14:10:00Z", "cancelled", "no_show"),  # confirmed, under way
-    (CLEANING, None, "2026-05-05T15:00:00Z", 409, "no_show"),  # completed
+    (CLEANING, None, "2026-05-05T15:00:00Z", 409, "no_show"),  # completed (derived: ended)
     (NEW_PATIENT, None, "2026-05-05T16:00:00Z", "cancelled", 409),  # pending, past its time
-    (CLEANING, "cancelled", "2026-05-05T13:00:00Z", 409, 409),
-    (CLEANING, "no_show", "2026-05-05T15:00:00Z", 409, 409),
+    (CLEANING, "cancelled", "2026-05-05T13:00:00Z", "cancelled", 409),
+    (CLEANING, "no_show", "2026-05-05T15:00:00Z", 409, "no_show"),
+    (CLEANING, "completed", "2026-05-05T15:00:00Z", 409, 409),  # completed by the merchant
 ]
 REFUSALS = {
     "cancel": "The appointment is {status}; it cannot be cancelled.",
@@ -334,3 +337,44 @@ def test_cancel_and_no_show_are_allowed_from_exactly_their_statuses(
     else:
         assert (response.status_code, response.json()["status"]) == (200, expected)
         assert client.get(path).json()["status"] == expected
+
+
+@pytest.mark.parametrize(
+    ("service_id", "stored", "now", "action", "expected"),
+    [
+        (service_id, stored, now, action, expected)
+        for service_id, stored, now, cancel, no_show in TRANSITIONS
+        for action, expected in (("cancel", cancel), ("no-show", no_show))
+    ],
+)
+def test_the_merchant_surface_answers_every_case_as_the_customer_surface_does(
+    client, runtime, service_id, stored, now, action, expected
+):
+    """Platform choice: one status-transition table for every surface; only the refusal's code differs."""
+    apt = create(client, "carolyns_dental", booking(service_id=service_id)).json()["id"]
+    if stored is not None:
+        with runtime.db.write() as session:
+            session.execute(text("UPDATE appointment SET status = :status"), {"status": stored})
+    client.post("/_testing/clock", json={"now": now})
+    response = client.post(f"/api/organizations/carolyns_dental/merchant/appointments/{apt}/{action}")
+    if expected == 409:
+        assert (response.status_code, response.json()["code"]) == (409, "appointment_transition_not_allowed")
+    else:
+        assert (response.status_code, response.json()["status"]) == (200, expected)
+
+
+def test_the_customer_surfaces_no_show_is_deprecated_for_the_merchants(client):
+    """Platform choice: the no-show on the customer surface announces its replacement with the platform's
+    lifecycle headers (RFC 9745 Deprecation, RFC 8594 Sunset, a deprecation Link); the merchant's does not."""
+    apt = create(client, "carolyns_dental", booking()).json()["id"]
+    legacy = client.post(f"/api/organizations/carolyns_dental/appointments/{apt}/no-show")
+    assert legacy.status_code == 409
+    assert legacy.headers["deprecation"] == "@1796083200"
+    assert legacy.headers["sunset"] == "Sat, 01 Jan 2033 00:00:00 GMT"
+    assert legacy.headers["link"] == (
+        '<https://developer.bookwell.example/deprecations/appointment-no-show>; rel="deprecation"; '
+        'type="text/html"'
+    )
+    merchant = client.post(f"/api/organizations/carolyns_dental/merchant/appointments/{apt}/no-show")
+    assert merchant.status_code == 409
+    assert "deprecation" not in merchant.headers

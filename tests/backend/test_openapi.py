@@ -103,9 +103,9 @@ def _send_limited(client: TestClient) -> Any:
     return client.post(f"{GUS}/verifications", json=body)
 
 
-def _cancelled_twice(client: TestClient) -> Any:
+def _cancelled_after_its_end(client: TestClient) -> Any:
     appointment_id = _book(client, "13:00")
-    client.post(f"{ORG_URL}/appointments/{appointment_id}/cancel")
+    client.post("/_testing/clock", json={"now": f"{DAY}T18:30:00Z"})  # 14:30 in New York: ended
     return client.post(f"{ORG_URL}/appointments/{appointment_id}/cancel")
 
 
@@ -312,7 +312,7 @@ PROVOKE: dict[tuple[str, str, int, str | None], Callable[[TestClient], Any]] = {
     ("POST", _APT_T + "/cancel", 404, "appointment_not_found"): lambda c: c.post(
         f"{ORG_URL}/appointments/apt_none/cancel"
     ),
-    ("POST", _APT_T + "/cancel", 409, "appointment_not_cancellable"): _cancelled_twice,
+    ("POST", _APT_T + "/cancel", 409, "appointment_not_cancellable"): _cancelled_after_its_end,
     ("POST", _APT_T + "/no-show", 200, None): _no_show,
     ("POST", _APT_T + "/no-show", 404, "organization_not_found"): lambda c: c.post(
         f"{NOPE}/appointments/apt_none/no-show"
