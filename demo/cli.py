@@ -19,8 +19,8 @@ from datetime import datetime
 from importlib import resources
 from pathlib import Path
 
+from osbp.collector import collector_paused
 from osbp.demo import platform_process
-from osbp.demo.collector import collector_paused
 from osbp.protocol.timeutil import parse_instant
 
 __all__ = ["DEFAULT_AUDIT_LOG", "build_parser", "main"]

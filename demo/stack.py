@@ -27,7 +27,7 @@ import anyio.to_thread
 import httpx2
 
 from osbp.backend.listening import bind_socket, http_url
-from osbp.demo.collector import collector_paused
+from osbp.collector import collector_paused
 
 if TYPE_CHECKING:
     from osbp.backend.serving import PlatformServer

@@ -10,7 +10,8 @@ The subpackages are the architecture, and their imports point one way:
     osbp.conformance    a wire-level battery that grades any OSBP MCP server
 
 Beside them, outside the components and free to import them all: ``osbp.cli`` (the ``osbp`` command) and
-``osbp.bench`` (the benchmarks, ``osbp bench``).
+``osbp.bench`` (the benchmarks, ``osbp bench``); ``osbp.collector`` is the start-up garbage-collector
+pause the command, the MCP server and the demo share.
 """
 
 __all__ = ["OSBP_VERSION", "__version__"]

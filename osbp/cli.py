@@ -8,12 +8,13 @@ is a usage error (status 2, usage on stderr); `osbp --help` is the usage on stdo
 
 from __future__ import annotations
 
-import gc
 import importlib
 import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+
+from osbp.collector import collector_paused
 
 __all__ = ["SUBCOMMANDS", "main"]
 
@@ -46,17 +47,10 @@ def _import_paused(name: str) -> ModuleType:
     """Import a subcommand with the garbage collector paused, its long-lived objects frozen afterwards.
 
     A subcommand's import (pydantic models, the MCP SDK, FastAPI) creates hundreds of thousands of
-    objects and next to no garbage: collecting during it is pure start-up cost, and so is traversing
-    those objects again in later collections (``gc.freeze`` exempts them).
+    objects and next to no garbage (:mod:`osbp.collector`).
     """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         return importlib.import_module(name)
-    finally:
-        gc.freeze()
-        if collecting:
-            gc.enable()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,10 +23,11 @@ If the SDK or uvicorn is already loaded nothing of this happens.
 
 from __future__ import annotations
 
-import gc
 import importlib.util
 import sys
 from typing import Any
+
+from osbp.collector import collector_paused
 
 _modules: dict[str, Any] = sys.modules  # typed loosely: a None entry is how an import is refused
 #: The SDK packages whose own ``__init__`` is deferred to the first use of a name it defines.
@@ -61,22 +62,18 @@ def defer_init(name: str) -> None:
 
 
 _guard = "uvicorn" not in _modules and "mcp" not in _modules
-_collecting = gc.isenabled()
 if _guard:
     _modules["uvicorn"] = None
     for _name in _DEFERRED:
         defer_init(_name)
-gc.disable()
 try:
-    from mcp.server.context import ServerRequestContext
-    from mcp.server.lowlevel import Server
-    from mcp.server.stdio import stdio_server
-finally:
     # Frozen, the SDK's long-lived objects are skipped by every later collection, instead of being
     # traversed by the first ones after the pause (which would give back most of what it saved).
-    gc.freeze()
-    if _collecting:
-        gc.enable()
+    with collector_paused():
+        from mcp.server.context import ServerRequestContext
+        from mcp.server.lowlevel import Server
+        from mcp.server.stdio import stdio_server
+finally:
     if _guard and "uvicorn" in _modules and _modules["uvicorn"] is None:
         del _modules["uvicorn"]
 

@@ -35,6 +35,8 @@ REPO = Path(__file__).resolve().parents[1]
 COMPONENTS = ("backend", "protocol", "adapter", "server", "demo", "conformance")
 #: The distribution's root package (`osbp/__init__.py`: version constants).
 ROOT = "osbp"
+#: The root-level start-up helper the server and the demo share with the ``osbp`` command.
+COLLECTOR = "osbp.collector"
 #: The one server module that builds the adapter (the server's composition root).
 COMPOSITION_ROOT = "server/compose.py"
 #: The server's one settings object, which nests the adapter's settings model (and its remote parts,
@@ -54,8 +56,8 @@ ALLOWED: dict[str, set[str]] = {
     "backend": {"backend"},
     "protocol": {"protocol"},
     "adapter": {"protocol", "adapter", ROOT},
-    "server": {"protocol", "server", ROOT},
-    "demo": {"protocol", "adapter", "server", "demo", ROOT},
+    "server": {"protocol", "server", ROOT, COLLECTOR},
+    "demo": {"protocol", "adapter", "server", "demo", ROOT, COLLECTOR},
     "conformance": {"conformance"},
 }
 #: File -> the modules (and their submodules) it may import beyond its component's rule.

