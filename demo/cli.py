@@ -106,7 +106,7 @@ def main(argv: Sequence[str]) -> int:
         # The platform's process starts first, so its imports run on another core while this process
         # imports the MCP SDK's client and the rest of the demo (POSIX; elsewhere it starts in a thread).
         process = (
-            platform_process.PlatformProcess(Path(workdir), now) if platform_process.supported() else None
+            platform_process.spawn_platform(Path(workdir), now) if platform_process.supported() else None
         )
         try:
             _import_story()

@@ -46,7 +46,7 @@ REMOTE_SETTINGS = "server/remote_settings.py"
 #: The modules that start this project's platform for their users.
 PLATFORM_STARTERS = ("demo/stack.py", "demo/platform_process.py", "conformance/self_target.py")
 #: What starting the platform may import of it.
-PLATFORM_STARTUP_API = ("backend.serving", "backend.settings", "backend.listening")
+PLATFORM_STARTUP_API = ("backend.serving", "backend.settings", "backend.listening", "backend.process")
 #: ``--self`` checks that this project's MCP server is installed (``find_spec``), then launches it.
 SELF_TARGET = "conformance/self_target.py"
 SERVER_ENTRY = "server.cli"

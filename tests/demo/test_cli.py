@@ -154,7 +154,7 @@ def test_the_demo_loads_the_platform_stack_only_when_it_starts_the_platform():
         "print(sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in heavy)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "['osbp.backend', 'osbp.backend.listening']"
+    assert done.stdout.strip() == "['osbp.backend', 'osbp.backend.listening', 'osbp.backend.process']"
 
 
 def test_the_demo_imports_its_client_without_a_garbage_collection():
@@ -180,8 +180,8 @@ def test_the_demos_platform_process_ends_with_the_demo_even_when_it_is_killed(tm
     (here SIGKILL, which runs no clean-up): its stdin pipe closes and it stops by itself."""
     code = (
         "import sys, time, pathlib\n"
-        "from osbp.demo.platform_process import PlatformProcess\n"
-        "platform = PlatformProcess(pathlib.Path(sys.argv[1]), None)\n"
+        "from osbp.demo.platform_process import spawn_platform\n"
+        "platform = spawn_platform(pathlib.Path(sys.argv[1]), None)\n"
         "platform.wait_ready()\n"
         "print(platform.pid, flush=True)\n"
         "time.sleep(120)\n"
