@@ -17,7 +17,7 @@ COPY server ./server
 COPY demo ./demo
 COPY conformance ./conformance
 # With the PostgreSQL driver: the compose file's `postgres` profile runs this image on PostgreSQL.
-RUN pip install --no-cache-dir '.[postgres]' \
+RUN pip install --no-cache-dir '.[platform,postgres]' \
     && useradd --create-home --uid 10001 osbp \
     && mkdir -p /data \
     && chown osbp /data

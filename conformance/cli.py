@@ -16,6 +16,7 @@ or was skipped, 2 for a usage error or an unreadable fixture file.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shlex
 import sys
 from collections.abc import Iterator, Sequence
@@ -202,6 +203,13 @@ def main(argv: Sequence[str]) -> int:
     from osbp.conformance.wire import ServerTarget, server_env
 
     if args.self_:
+        if importlib.util.find_spec("fastapi") is None:
+            print(
+                "osbp conformance: --self starts this project's platform, the optional `platform` extra: "
+                "pip install 'osbp[platform]' (in a checkout: .venv/bin/pip install -e '.[platform]')",
+                file=sys.stderr,
+            )
+            return 2
         with self_target(transport=args.transport) as own:
             outcome = _grade(
                 own.target,

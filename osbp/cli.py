@@ -9,6 +9,7 @@ is a usage error (status 2, usage on stderr); `osbp --help` is the usage on stdo
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from types import ModuleType
 
 from osbp.collector import collector_paused
 
-__all__ = ["SUBCOMMANDS", "main"]
+__all__ = ["NEEDS_PLATFORM", "PLATFORM_EXTRA", "SUBCOMMANDS", "main", "platform_installed"]
 
 #: name -> (module, one-line help). The module's `main(argv)` receives the remaining arguments.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -32,6 +33,20 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     ),
     "bench": ("osbp.bench.cli", "run the benchmarks against real servers on loopback"),
 }
+
+
+#: The commands that run the synthetic platform, whose web stack is the `platform` extra.
+NEEDS_PLATFORM = frozenset({"backend", "demo", "traces", "bench"})
+#: What to install when the platform extra is missing.
+PLATFORM_EXTRA = (
+    "the synthetic platform is the optional `platform` extra: pip install 'osbp[platform]' "
+    "(in a checkout: .venv/bin/pip install -e '.[platform]', which `make install` does)"
+)
+
+
+def platform_installed() -> bool:
+    """Whether the platform extra (FastAPI, SQLModel, Alembic) is installed."""
+    return all(importlib.util.find_spec(name) is not None for name in ("fastapi", "sqlmodel", "alembic"))
 
 
 def _usage() -> str:
@@ -70,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     entry = SUBCOMMANDS.get(args[0])
     if entry is None:
         print(f"osbp: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    if args[0] in NEEDS_PLATFORM and not platform_installed():
+        print(f"osbp {args[0]}: {PLATFORM_EXTRA}", file=sys.stderr)
         return 2
     module = _import_paused(entry[0])
     try:

@@ -82,3 +82,57 @@ def test_a_reader_that_leaves_the_pipe_ends_the_command_quietly_with_the_sigpipe
         status = process.wait(timeout=60)
     assert errors == ""
     assert status == 141
+
+
+def _closure(requirements: list[str]) -> set[str]:
+    """The distributions ``requirements`` pull in, transitively, as installed here (markers evaluated)."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[str] = set()
+    pending = [(Requirement(text), ()) for text in requirements]
+    while pending:
+        requirement, extras = pending.pop()
+        environment = {"extra": extras[0]} if extras else {"extra": ""}
+        if requirement.marker is not None and not requirement.marker.evaluate(environment):
+            continue
+        name = canonicalize_name(requirement.name)
+        key = name + "[" + ",".join(sorted(requirement.extras)) + "]"
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            listed = requires(name) or []
+        except PackageNotFoundError:
+            continue
+        for text in listed:
+            inner = Requirement(text)
+            if inner.marker is None or "extra" not in str(inner.marker):
+                pending.append((inner, ()))
+            else:
+                pending += [(inner, (extra,)) for extra in requirement.extras]
+    return {key.split("[")[0] for key in seen}
+
+
+def test_the_mcp_server_alone_installs_no_web_framework_or_orm():
+    """Platform choice: `pip install osbp` (no extras) brings none of FastAPI, SQLModel, SQLAlchemy,
+    Alembic: they are the synthetic platform's, the `platform` extra."""
+    from importlib.metadata import requires
+
+    base = [text for text in requires("osbp") or [] if "extra ==" not in text]
+    pulled = _closure(base)
+    assert "mcp" in pulled
+    assert pulled.isdisjoint({"fastapi", "sqlmodel", "sqlalchemy", "alembic"})
+    with_platform = _closure([*base, "osbp[platform]"])
+    assert {"fastapi", "sqlmodel", "sqlalchemy", "alembic"} <= with_platform
+
+
+def test_a_platform_command_without_the_platform_extra_is_one_line(monkeypatch, capsys):
+    """Platform choice: `osbp backend` (and demo, traces, bench) without the extra says what to install."""
+    monkeypatch.setattr(cli, "platform_installed", lambda: False)
+    for command in sorted(cli.NEEDS_PLATFORM):
+        assert cli.main([command]) == 2
+        err = capsys.readouterr().err
+        assert err == f"osbp {command}: {cli.PLATFORM_EXTRA}\n"
