@@ -199,7 +199,6 @@ def main(argv: Sequence[str]) -> int:
     # The battery (the MCP SDK, pydantic models) and, for --self, the platform are imported only now:
     # `--help` and a usage error are answered at once.
     from osbp.conformance.report import render_human, render_json
-    from osbp.conformance.self_target import self_target
     from osbp.conformance.wire import ServerTarget, server_env
 
     if args.self_:
@@ -210,6 +209,8 @@ def main(argv: Sequence[str]) -> int:
                 file=sys.stderr,
             )
             return 2
+        from osbp.conformance.self_target import self_target  # the platform: only for --self
+
         with self_target(transport=args.transport) as own:
             outcome = _grade(
                 own.target,

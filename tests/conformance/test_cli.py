@@ -218,3 +218,20 @@ def test_a_run_on_a_terminal_shows_progress_on_stderr_and_a_piped_report_stays_p
     assert b"osbp conformance: grading" in shown
     assert "osbp conformance: grading" not in stdout
     assert stdout.splitlines()[-1].startswith("FAIL 0/")
+
+
+def test_grading_another_server_imports_nothing_of_the_platform() -> None:
+    """Platform choice: `osbp conformance --server …` works with the MCP server alone installed (no
+    `platform` extra): only `--self` imports this project's platform."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from osbp.conformance import cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    cli.main(['--server', 'false', '--fixtures', {str(reference_fixtures_path())!r}])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastapi', 'sqlalchemy', 'sqlmodel')\n"
+        "             or m.startswith('osbp.backend')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"
