@@ -103,8 +103,8 @@ def test_the_postgres_profile_serves_one_platform_from_two_replicas_on_loopback(
 
 
 def test_the_image_carries_the_postgresql_driver():
-    """Platform choice (deployment): the image installs the `postgres` extra the replicas need."""
-    assert "pip install --no-cache-dir '.[postgres]'" in (ROOT / "Dockerfile").read_text()
+    """Platform choice (deployment): the image installs the platform and the `postgres` extra the replicas need."""
+    assert "pip install --no-cache-dir '.[platform,postgres]'" in (ROOT / "Dockerfile").read_text()
 
 
 def _compose_tools() -> list[list[str]]:
