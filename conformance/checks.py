@@ -467,7 +467,7 @@ CATALOG: tuple[Check, ...] = (
         _MANDATE,
     ),
     _c(
-        "mandate.fee_cap_optional",
+        "boundary.fee_cap_absent_holds",
         "a mandate without max_extra_fee still holds: a fixed-price booking, and a deposit under"
         " allow_policy_fee, reach the approval challenge",
         _MANDATE,

@@ -379,7 +379,7 @@ async def _grade_optional_fee_cap(probe: Probe) -> None:
         del mandate["max_extra_fee"]
         return build.create(service_id, mandate=mandate)
 
-    with probe.grader.check("mandate.fee_cap_optional"):
+    with probe.grader.check("boundary.fee_cap_absent_holds"):
         for what, payload in (
             ("a fixed-price booking", uncapped(services.fixed_usd.id)),
             ("a deposit booking with allow_policy_fee", uncapped(services.deposit.id, allow_policy_fee=True)),

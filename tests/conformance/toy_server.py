@@ -322,6 +322,9 @@ class Toy:
             expires = None
         if not mandate.get("id") or expires is None or expires.tzinfo is None:
             raise fail("invalid_mandate", "The mandate needs an id and an expires_at with a timezone.")
+        for key in ("max_price", "max_extra_fee"):
+            if key in mandate and not isinstance((mandate[key] or {}).get("amount_minor"), int):
+                raise fail("invalid_mandate", f"{key} needs a fixed amount_minor.")
         if expires <= dt.datetime.now(dt.UTC):
             raise fail("mandate_expired", "The mandate has expired.")
         if "booking.create" not in mandate.get("allowed_actions", []):
@@ -349,6 +352,8 @@ class Toy:
                 raise fail("invalid_mandate", f"{key} is merchant wall-clock and carries no offset.")
             window.append(value)
         start = dt.datetime.fromisoformat(f"{args['date']}T{args['time']}")
+        if start.tzinfo is not None:
+            raise fail("invalid_mandate", "date and time are merchant wall-clock and carry no offset.")
         if start < window[0]:
             raise fail("slot_too_early", "The slot starts before earliest_start.")
         if start + DURATION > window[1]:
