@@ -458,7 +458,8 @@ CATALOG: tuple[Check, ...] = (
     ),
     _c(
         "mandate.policy_fee_currency",
-        "with allow_policy_fee, a deposit in another currency than max_extra_fee fails with currency_mismatch",
+        "with allow_policy_fee, a deposit in another currency than max_extra_fee fails with"
+        " currency_mismatch",
         _MANDATE,
     ),
     _c(
@@ -477,6 +478,12 @@ CATALOG: tuple[Check, ...] = (
         "requires_payment_handoff never claims full payment for a deposit, nor a deposit for a full"
         " prepayment",
         "Mandate Enforcement (beyond the spec)",
+    ),
+    _c(
+        "booking.unknown_schedule_refused",
+        "a schedule_id the platform does not know, under a mandate without schedule_ids, is refused: no"
+        " challenge and no internal_adapter_error",
+        "booking.create",
     ),
     _c(
         "mandate.order",
@@ -575,7 +582,7 @@ CATALOG: tuple[Check, ...] = (
     _c(
         "oracle.policy_facts",
         "policy.explain states each fixture service's payment requirement, deposit, cancellation and no-show"
-        " fees, cancellation window and verification as the oracle does",
+        " fees, cancellation window, late grace and verification as the oracle does",
         "policy.explain",
     ),
     _c(

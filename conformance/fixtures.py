@@ -161,6 +161,8 @@ class ServiceRef(_Strict):
     cancellation_fee: Money | Literal["none"] | None = None
     no_show_fee: Money | Literal["none"] | None = None
     cancellation_window: Duration | None = None
+    #: Format 2: the ISO 8601 grace period policy.explain states as late_grace.
+    late_grace: Duration | None = None
     requires_consultation: bool | None = None
     verification: Literal["sms", "email", "none"] | None = None
     #: Format 2: options service.describe lists (each stated one graded; others not).

@@ -434,6 +434,24 @@ async def _grade_payment_kind(probe: Probe) -> None:
         expect(not problems, summarize(problems))
 
 
+async def _grade_unknown_schedule(probe: Probe) -> None:
+    """A schedule id the platform does not know, under a mandate that leaves schedules open, is refused
+    as the platform's answer: never a challenge, never an adapter that threw (internal_adapter_error)."""
+    fixtures, build = probe.fixtures, probe.payloads
+    usd = fixtures.services.fixed_usd.id
+    mandate = build.mandate(usd)
+    del mandate["schedule_ids"]
+    payload = build.create(usd, mandate=mandate, schedule_id=f"{fixtures.schedule.id}_nowhere")
+    with probe.grader.check("booking.unknown_schedule_refused"):
+        exchange = await probe.wire.call(CREATE, payload)
+        expect(
+            exchange.ok is False and exchange.code not in ("internal_adapter_error", _CHALLENGE),
+            f"booking.create at an unknown schedule: expected a refusal, got {exchange.describe()}",
+            expected="a Problem other than internal_adapter_error and the approval challenge",
+            observed=exchange.describe(),
+        )
+
+
 async def grade_mandates(probe: Probe) -> None:
     """Run the matrix, one first call per payload."""
     for case in mandate_cases(probe):
@@ -459,4 +477,5 @@ async def grade_mandates(probe: Probe) -> None:
     await _grade_fee_cap(probe)
     await _grade_optional_fee_cap(probe)
     await _grade_payment_kind(probe)
+    await _grade_unknown_schedule(probe)
     await _grade_order(probe)

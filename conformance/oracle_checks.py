@@ -158,6 +158,12 @@ def _policy_problems(service: ServiceRef, policy: object) -> list[str]:
                 f"{where}: cancellation_window {policy.get('cancellation_window')!r}, "
                 f"expected {service.cancellation_window}"
             )
+    if service.states("late_grace"):
+        got_grace = iso_duration_seconds(policy.get("late_grace"))
+        if got_grace != iso_duration_seconds(service.late_grace):
+            problems.append(
+                f"{where}: late_grace {policy.get('late_grace')!r}, expected {service.late_grace}"
+            )
     if service.states("verification"):
         method = policy.get("verification_method")
         allowed = {service.verification} if service.verification != "none" else {"none", None}

@@ -64,7 +64,6 @@ def test_a_format_1_service_states_nothing_so_nothing_is_graded():
 
 def test_a_stated_option_must_be_listed_with_its_facts():
     """OSBP spec, Core Objects: Service.options expose add-ons for display; their facts are the oracle's."""
-
     price = Money(amount_minor=2500, currency="USD", type="fixed", display="$25.00")
     service = ServiceRef(
         id="s", options=[OptionFact(id="addon", name="Add-on", duration="PT15M", price=price)]
@@ -83,7 +82,6 @@ def test_a_stated_option_must_be_listed_with_its_facts():
 
 def test_a_schedule_address_or_name_other_than_the_oracles_is_named():
     """OSBP spec, Core Objects: slots are denormalized with the schedule's display context."""
-
     schedule = Schedule(id="main", name="Main", address="1 Fixture Plaza, New York, NY 10004, US")
     slot = {"schedule_name": "Main", "schedule_address": "1 Fixture Plaza, New York, NY 10004, US"}
     assert _place_problems(schedule, slot) == []
