@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import get_args
 
@@ -63,7 +63,6 @@ from osbp.protocol.timeutil import (
     load_zone,
     minutes_to_duration,
     parse_instant,
-    parse_wall_clock,
     wall_clock_to_instant,
 )
 
@@ -122,11 +121,15 @@ def duration(minutes: int) -> str:
     return minutes_to_duration(minutes)
 
 
+#: The ISO 8601 weekday (1 = Monday … 7 = Sunday) of each Bookwell weekday (0 = Sunday … 6 = Saturday).
+_ISO_WEEKDAYS = (7, 1, 2, 3, 4, 5, 6)
+
+
 def iso_weekday(native: int) -> int:
     """Bookwell's weekday (0 = Sunday … 6 = Saturday) as ISO 8601 (1 = Monday … 7 = Sunday)."""
-    if not 0 <= native <= 6:
+    if native not in range(len(_ISO_WEEKDAYS)):
         raise UntranslatableData(f"weekday {native} is outside 0..6")
-    return native or 7
+    return _ISO_WEEKDAYS[native]
 
 
 def operating_hours(hours: list[NativeHours]) -> list[OperatingHours]:
@@ -311,10 +314,8 @@ def slot_from_request(
 
 
 def _naive_end(starts_at_local: str, minutes: int) -> str:
-    start = parse_wall_clock(starts_at_local)
-    if start is None:
-        raise UntranslatableData("the requested start is not a wall-clock value")
-    return format_wall_clock(start + timedelta(minutes=minutes))
+    # The requested start is the mandate pre-check's own wall-clock string (precheck_mandate formats it).
+    return format_wall_clock(datetime.fromisoformat(starts_at_local) + timedelta(minutes=minutes))
 
 
 def service(native: NativeService) -> Service:
