@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import get_args
 
@@ -37,7 +37,6 @@ from osbp.adapter.native import (
     NativeLocation,
     NativeOrganization,
     NativePrice,
-    NativeProvider,
     NativeService,
     NativeSlot,
 )
@@ -64,7 +63,6 @@ from osbp.protocol.timeutil import (
     load_zone,
     minutes_to_duration,
     parse_instant,
-    parse_wall_clock,
     wall_clock_to_instant,
 )
 
@@ -123,11 +121,15 @@ def duration(minutes: int) -> str:
     return minutes_to_duration(minutes)
 
 
+#: The ISO 8601 weekday (1 = Monday … 7 = Sunday) of each Bookwell weekday (0 = Sunday … 6 = Saturday).
+_ISO_WEEKDAYS = (7, 1, 2, 3, 4, 5, 6)
+
+
 def iso_weekday(native: int) -> int:
     """Bookwell's weekday (0 = Sunday … 6 = Saturday) as ISO 8601 (1 = Monday … 7 = Sunday)."""
-    if not 0 <= native <= 6:
+    if native not in range(len(_ISO_WEEKDAYS)):
         raise UntranslatableData(f"weekday {native} is outside 0..6")
-    return native or 7
+    return _ISO_WEEKDAYS[native]
 
 
 def operating_hours(hours: list[NativeHours]) -> list[OperatingHours]:
@@ -209,10 +211,6 @@ def _find_location(organization: NativeOrganization, location_id: str) -> Native
     return next((loc for loc in organization.locations if loc.id == location_id), None)
 
 
-def _find_provider(organization: NativeOrganization, provider_id: str) -> NativeProvider | None:
-    return next((prov for prov in organization.providers if prov.id == provider_id), None)
-
-
 class _Denormalizer:
     """One answer's shared translations: each location's place and each distinct price, made once.
 
@@ -290,30 +288,22 @@ def slot_from_request(
     """The Slot a booking.create asks for, built from the catalog when availability does not offer it.
 
     Mandate scope and window checks need a slot even when the time is no longer offered (scope problems
-    win over availability); the end is the start plus the service duration in elapsed time.
+    win over availability), and a slot that is not offered is never shown nor booked: it carries what the
+    mandate checks (ids, times, zone, price) and no display context. The end is the start plus the service
+    duration in elapsed time.
     """
     location = _find_location(organization, schedule_id)
-    provider = _find_provider(organization, provider_id) if provider_id else None
     timezone = _known_zone(location.time_zone if location else organization.time_zone)
     minutes = native_service.duration_minutes
     starts_at, ends_at = _instants(starts_at_local, minutes, timezone)
     zoned_end = instant_to_wall_clock(ends_at, timezone) if ends_at and timezone else None
     ends_at_local = zoned_end or _naive_end(starts_at_local, minutes)
-    place = _place(location)
     return Slot(
         id=slot_id(schedule_id, provider_id, native_service.id, starts_at_local),
         organization_id=organization.id,
-        organization_name=organization.name,
         schedule_id=schedule_id,
-        schedule_name=place.name,
-        schedule_address=place.address,
-        schedule_latitude=place.latitude,
-        schedule_longitude=place.longitude,
-        schedule_hours=place.hours,
         schedule_timezone=timezone,
-        provider_id=provider_id or None,
-        provider_name=provider.name if provider else None,
-        provider_image_url=provider.image_url if provider else None,
+        provider_id=provider_id,
         service_id=native_service.id,
         starts_at=starts_at,
         ends_at=ends_at,
@@ -324,10 +314,8 @@ def slot_from_request(
 
 
 def _naive_end(starts_at_local: str, minutes: int) -> str:
-    start = parse_wall_clock(starts_at_local)
-    if start is None:
-        raise UntranslatableData("the requested start is not a wall-clock value")
-    return format_wall_clock(start + timedelta(minutes=minutes))
+    # The requested start is the mandate pre-check's own wall-clock string (precheck_mandate formats it).
+    return format_wall_clock(datetime.fromisoformat(starts_at_local) + timedelta(minutes=minutes))
 
 
 def service(native: NativeService) -> Service:

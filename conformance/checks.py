@@ -383,7 +383,7 @@ CATALOG: tuple[Check, ...] = (
     ),
     _c(
         "mandate.wall_clock_offset",
-        "an offset on earliest_start or latest_end fails with invalid_mandate",
+        "an offset on earliest_start, latest_end or booking.create's time fails with invalid_mandate",
         "Time Discipline",
     ),
     _c(
@@ -455,6 +455,35 @@ CATALOG: tuple[Check, ...] = (
         "mandate.consultation",
         "a consultation service fails with requires_consultation_handoff",
         _MANDATE,
+    ),
+    _c(
+        "mandate.policy_fee_currency",
+        "with allow_policy_fee, a deposit in another currency than max_extra_fee fails with"
+        " currency_mismatch",
+        _MANDATE,
+    ),
+    _c(
+        "mandate.cap_unfixed",
+        "a max_price or max_extra_fee without a fixed amount_minor fails with invalid_mandate",
+        _MANDATE,
+    ),
+    _c(
+        "boundary.fee_cap_absent_holds",
+        "a mandate without max_extra_fee still holds: a fixed-price booking, and a deposit under"
+        " allow_policy_fee, reach the approval challenge",
+        _MANDATE,
+    ),
+    _c(
+        "mandate.payment_handoff_kind",
+        "requires_payment_handoff never claims full payment for a deposit, nor a deposit for a full"
+        " prepayment",
+        "Mandate Enforcement (beyond the spec)",
+    ),
+    _c(
+        "booking.unknown_schedule_refused",
+        "a schedule_id the platform does not know, under a mandate without schedule_ids, is refused: no"
+        " challenge and no internal_adapter_error",
+        "booking.create",
     ),
     _c(
         "mandate.order",
@@ -540,8 +569,8 @@ CATALOG: tuple[Check, ...] = (
     # The oracle (fixture format 2): facts graded against the fixture file, never the server's other answers.
     _c(
         "oracle.service_facts",
-        "service.describe states each fixture service's name, duration, price (amount, currency, type) and"
-        " consultation flag as the oracle does",
+        "service.describe states each fixture service's name, duration, price (amount, currency, type),"
+        " consultation flag and each stated option (name, duration, price) as the oracle does",
         "service.describe",
     ),
     _c(
@@ -553,13 +582,18 @@ CATALOG: tuple[Check, ...] = (
     _c(
         "oracle.policy_facts",
         "policy.explain states each fixture service's payment requirement, deposit, cancellation and no-show"
-        " fees, cancellation window and verification as the oracle does",
+        " fees, cancellation window, late grace and verification as the oracle does",
         "policy.explain",
     ),
     _c(
         "oracle.opening_hours",
         "schedule_hours equal the oracle's opening hours per ISO weekday",
         "Time Discipline",
+    ),
+    _c(
+        "oracle.schedule_place",
+        "each schedule's slots carry the oracle's schedule_name and one-line schedule_address",
+        "Core Objects",
     ),
     _c(
         "time.dst_gap_slots",

@@ -71,6 +71,7 @@ __all__ = [
     "FullDay",
     "Money",
     "OpeningHours",
+    "OptionFact",
     "OracleSlot",
     "Providers",
     "QuotedPrice",
@@ -135,6 +136,15 @@ class QuotedPrice(_Strict):
     type: Literal["insurance_dependent", "quote_required", "unknown"]
 
 
+class OptionFact(_Strict):
+    """Format 2: a display-only option or add-on of a service, as service.describe states it."""
+
+    id: Id
+    name: Annotated[str, StringConstraints(min_length=1)] | None = None
+    duration: Duration | None = None
+    price: Money | None = None
+
+
 class ServiceRef(_Strict):
     """A service that plays one role in the battery, with the facts a right server states about it.
 
@@ -151,8 +161,12 @@ class ServiceRef(_Strict):
     cancellation_fee: Money | Literal["none"] | None = None
     no_show_fee: Money | Literal["none"] | None = None
     cancellation_window: Duration | None = None
+    #: Format 2: the ISO 8601 grace period policy.explain states as late_grace.
+    late_grace: Duration | None = None
     requires_consultation: bool | None = None
     verification: Literal["sms", "email", "none"] | None = None
+    #: Format 2: options service.describe lists (each stated one graded; others not).
+    options: list[OptionFact] | None = None
 
     def states(self, fact: str) -> bool:
         """Whether the file states `fact` for this service ("none" is a statement: no such fee)."""
@@ -279,6 +293,8 @@ class Schedule(_Strict):
     name: Annotated[str, StringConstraints(min_length=1)] | None = None
     #: Format 2: the typical opening hours a right server reports, in the order it reports them.
     opening_hours: list[OpeningHours] | None = None
+    #: Format 2: the one-line postal address its slots carry as schedule_address.
+    address: Annotated[str, StringConstraints(min_length=1)] | None = None
 
 
 class FullDay(_Strict):
@@ -452,7 +468,7 @@ class Fixtures(_Strict):
             stated = [name for name in _FORMAT_2_MEMBERS if getattr(self, name)]
             if self.services.free is not None or self.services.fees is not None:
                 stated.append("services.free/fees")
-            if self.schedule.opening_hours is not None or self.providers.names:
+            if self.schedule.opening_hours is not None or self.schedule.address or self.providers.names:
                 stated.append("schedule.opening_hours/providers.names")
             if stated:
                 raise ValueError(f'{", ".join(stated)} need "fixture_format": 2')

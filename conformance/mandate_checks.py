@@ -8,15 +8,25 @@ one thing from a mandate that is otherwise valid for the fixture slot.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from osbp.conformance.fixtures import DepositService
 from osbp.conformance.grading import expect, summarize
 from osbp.conformance.payloads import CREATE, approval_token
 from osbp.conformance.probe import Probe
 from osbp.conformance.wallclock import format_wall_clock
 
-__all__ = ["Case", "Pair", "at_offset", "grade_mandates", "mandate_cases", "order_pairs"]
+__all__ = [
+    "Case",
+    "Pair",
+    "at_offset",
+    "grade_mandates",
+    "mandate_cases",
+    "order_pairs",
+    "payment_kind_claims",
+]
 
 #: The code of the fail-closed (terminal) form of requires_user_confirmation.
 _FAIL_CLOSED = "requires_user_confirmation"
@@ -25,6 +35,18 @@ _CHALLENGE = "requires_user_confirmation"
 #: How far from now the offset-carrying expiries lie, and the offset they are written with.
 _EXPIRY_SHIFT = dt.timedelta(hours=2)
 _OFFSET_HOURS = 5
+#: A negation in a clause ("no-show" is a noun, not one).
+_NEGATION = re.compile(
+    r"\b(?:not|never|cannot|without|nothing|neither|nor|instead of|rather than)\b|\bno\b(?![- ]?show)|n't\b",
+    re.IGNORECASE,
+)
+#: A fee cap far above every fixture amount in any currency's minor unit.
+_WIDE_CAP = 10**12
+
+
+def _other_currency(service: DepositService) -> str:
+    """A currency other than the service's deposit's."""
+    return "EUR" if service.deposit.currency != "EUR" else "USD"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +100,7 @@ def mandate_cases(probe: Probe) -> list[Case]:
             "invalid_mandate",
             usd_with(earliest_start=build.day_start + "-04:00"),
             usd_with(latest_end=build.day_end + "Z"),
+            build.create(usd.id, time=f"{fixtures.slot.time}-04:00"),
         ),
         case(
             "mandate.action_not_allowed", "action_not_allowed", usd_with(allowed_actions=["booking.status"])
@@ -129,6 +152,21 @@ def mandate_cases(probe: Probe) -> list[Case]:
         case("mandate.deposit", "requires_payment_handoff", build.create(services.deposit.id)),
         case("mandate.full_prepay", "requires_payment_handoff", build.create(services.full_prepay.id)),
         case("mandate.consultation", "requires_consultation_handoff", build.create(services.consultation.id)),
+        case(
+            "mandate.policy_fee_currency",
+            "currency_mismatch",
+            build.with_mandate(
+                services.deposit.id,
+                allow_policy_fee=True,
+                max_extra_fee={"amount_minor": _WIDE_CAP, "currency": _other_currency(services.deposit)},
+            ),
+        ),
+        case(
+            "mandate.cap_unfixed",
+            "invalid_mandate",
+            usd_with(max_extra_fee={"currency": fixtures.max_price.currency}),
+            usd_with(max_price={"currency": fixtures.max_price.currency, "type": "quote_required"}),
+        ),
     ]
 
 
@@ -331,6 +369,89 @@ async def _grade_fee_cap(probe: Probe) -> None:
         )
 
 
+async def _grade_optional_fee_cap(probe: Probe) -> None:
+    """max_extra_fee is optional: without it a mandate still holds, and allow_policy_fee alone allows a
+    fixed deposit ("if the mandate also provides max_extra_fee, that cap must ... cover the amount")."""
+    build, services = probe.payloads, probe.fixtures.services
+
+    def uncapped(service_id: str, **changes: Any) -> dict[str, Any]:
+        mandate = build.mandate(service_id, **changes)
+        del mandate["max_extra_fee"]
+        return build.create(service_id, mandate=mandate)
+
+    with probe.grader.check("boundary.fee_cap_absent_holds"):
+        for what, payload in (
+            ("a fixed-price booking", uncapped(services.fixed_usd.id)),
+            ("a deposit booking with allow_policy_fee", uncapped(services.deposit.id, allow_policy_fee=True)),
+        ):
+            exchange = await probe.wire.call(CREATE, payload)
+            expect(
+                exchange.code == _CHALLENGE and approval_token(exchange.message) is not None,
+                f"{what} under a mandate without max_extra_fee did not reach the approval challenge: "
+                f"{exchange.describe()}",
+                expected="requires_user_confirmation with an approval token",
+                observed=exchange.describe(),
+            )
+
+
+#: What a payment handoff may say is required: full payment up front, or a deposit.
+_FULL_PAYMENT = re.compile(
+    r"\bfull\s+(?:pre-?)?payment\b|\bpre-?pay(?:ment|s)?\b|\bpre-?paid\b|\bin full\b", re.IGNORECASE
+)
+_DEPOSIT = re.compile(r"\bdeposits?\b", re.IGNORECASE)
+_CLAUSE = re.compile(r"[.;:,()!?\n]|\s[-\u2013\u2014]\s")
+
+
+def payment_kind_claims(message: str, *, claimed: re.Pattern[str], actual: re.Pattern[str]) -> list[str]:
+    """The clauses of `message` that affirm the `claimed` payment kind without naming the `actual` one.
+
+    A clause that names both ("a deposit or full prepayment") or negates ("not a deposit") claims nothing
+    false.
+    """
+    return [
+        clause.strip()
+        for clause in _CLAUSE.split(message)
+        if claimed.search(clause) and not actual.search(clause) and not _NEGATION.search(clause)
+    ]
+
+
+async def _grade_payment_kind(probe: Probe) -> None:
+    """requires_payment_handoff must not misstate what is required: a deposit refusal never claims full
+    payment in advance, a full-prepayment refusal never claims a deposit (prose: falsehoods only)."""
+    build, services = probe.payloads, probe.fixtures.services
+    with probe.grader.check("mandate.payment_handoff_kind"):
+        problems = []
+        for service_id, claimed, actual, what in (
+            (services.deposit.id, _FULL_PAYMENT, _DEPOSIT, "full payment for a deposit service"),
+            (services.full_prepay.id, _DEPOSIT, _FULL_PAYMENT, "a deposit for a full-prepayment service"),
+        ):
+            exchange = await probe.wire.call(CREATE, build.create(service_id))
+            if exchange.code != "requires_payment_handoff":
+                problems.append(f"{service_id}: expected requires_payment_handoff, got {exchange.describe()}")
+                continue
+            for clause in payment_kind_claims(exchange.message, claimed=claimed, actual=actual):
+                problems.append(f"{service_id}: {clause!r} claims {what}")
+        expect(not problems, summarize(problems))
+
+
+async def _grade_unknown_schedule(probe: Probe) -> None:
+    """A schedule id the platform does not know, under a mandate that leaves schedules open, is refused
+    as the platform's answer: never a challenge, never an adapter that threw (internal_adapter_error)."""
+    fixtures, build = probe.fixtures, probe.payloads
+    usd = fixtures.services.fixed_usd.id
+    mandate = build.mandate(usd)
+    del mandate["schedule_ids"]
+    payload = build.create(usd, mandate=mandate, schedule_id=f"{fixtures.schedule.id}_nowhere")
+    with probe.grader.check("booking.unknown_schedule_refused"):
+        exchange = await probe.wire.call(CREATE, payload)
+        expect(
+            exchange.ok is False and exchange.code not in ("internal_adapter_error", _CHALLENGE),
+            f"booking.create at an unknown schedule: expected a refusal, got {exchange.describe()}",
+            expected="a Problem other than internal_adapter_error and the approval challenge",
+            observed=exchange.describe(),
+        )
+
+
 async def grade_mandates(probe: Probe) -> None:
     """Run the matrix, one first call per payload."""
     for case in mandate_cases(probe):
@@ -354,4 +475,7 @@ async def grade_mandates(probe: Probe) -> None:
                     )
     await _grade_expiry_offsets(probe)
     await _grade_fee_cap(probe)
+    await _grade_optional_fee_cap(probe)
+    await _grade_payment_kind(probe)
+    await _grade_unknown_schedule(probe)
     await _grade_order(probe)

@@ -27,6 +27,7 @@ ORACLE_CHECKS = (
     "oracle.price_display",
     "oracle.policy_facts",
     "oracle.opening_hours",
+    "oracle.schedule_place",
 )
 _FEES = ("cancellation_fee", "no_show_fee")
 #: A cap in any currency's minor unit that covers every fixture price (10**12 yen is far beyond them).
@@ -88,11 +89,37 @@ def _service_problems(service: ServiceRef, value: object) -> list[str]:
         problem := money_problem(f"{where} price", value.get("price"), service.price)
     ):
         problems.append(problem)
+    problems += _option_problems(service, value.get("options"), where)
     consultation = value.get("requires_consultation", False)
     if service.states("requires_consultation") and consultation is not service.requires_consultation:
         problems.append(
             f"{where}: requires_consultation {consultation!r}, expected {service.requires_consultation}"
         )
+    return problems
+
+
+def _option_problems(service: ServiceRef, got: object, where: str) -> list[str]:
+    """Each option the file states is listed with its id, and with its name, duration and price."""
+    if not service.options:
+        return []
+    listed = {o.get("id"): o for o in got if isinstance(o, dict)} if isinstance(got, list) else {}
+    problems = []
+    for option in service.options:
+        at = f"{where} option {option.id}"
+        found = listed.get(option.id)
+        if found is None:
+            problems.append(f"{at}: not listed (options {got!r})")
+            continue
+        if option.name is not None and found.get("name") != option.name:
+            problems.append(f"{at}: name {found.get('name')!r}, expected {option.name!r}")
+        if option.duration is not None and iso_duration_seconds(
+            found.get("duration")
+        ) != iso_duration_seconds(option.duration):
+            problems.append(f"{at}: duration {found.get('duration')!r}, expected {option.duration}")
+        if option.price is not None and (
+            problem := money_problem(f"{at} price", found.get("price"), option.price)
+        ):
+            problems.append(problem)
     return problems
 
 
@@ -130,6 +157,12 @@ def _policy_problems(service: ServiceRef, policy: object) -> list[str]:
             problems.append(
                 f"{where}: cancellation_window {policy.get('cancellation_window')!r}, "
                 f"expected {service.cancellation_window}"
+            )
+    if service.states("late_grace"):
+        got_grace = iso_duration_seconds(policy.get("late_grace"))
+        if got_grace != iso_duration_seconds(service.late_grace):
+            problems.append(
+                f"{where}: late_grace {policy.get('late_grace')!r}, expected {service.late_grace}"
             )
     if service.states("verification"):
         method = policy.get("verification_method")
@@ -181,17 +214,28 @@ async def _offered_prices(probe: Probe, service_id: str) -> list[tuple[str, obje
     ]
 
 
-async def _hours_of(probe: Probe, schedule: Schedule, service_id: str) -> object:
-    """The schedule_hours the first slot of `schedule` carries on the fixture date."""
+async def _slot_of(probe: Probe, schedule: Schedule, service_id: str) -> dict[str, Any] | str:
+    """The first slot of `schedule` on the fixture date (else why there is none)."""
     exchange = await probe.wire.call(
         "osbp_availability_find",
         {"service_id": service_id, "schedule_id": schedule.id, "date": probe.fixtures.slot.date.isoformat()},
     )
     slots = exchange.value if isinstance(exchange.value, list) else []
     for slot in slots:
-        if isinstance(slot, dict) and slot.get("schedule_id") == schedule.id and slot.get("schedule_hours"):
-            return slot["schedule_hours"]
-    return f"no slot of {schedule.id} carries schedule_hours ({exchange.describe()})"
+        if isinstance(slot, dict) and slot.get("schedule_id") == schedule.id:
+            return slot
+    return f"no slot of {schedule.id} on the fixture date ({exchange.describe()})"
+
+
+def _place_problems(schedule: Schedule, slot: dict[str, Any] | str) -> list[str]:
+    """The schedule's name and address as its slots carry them, against the file."""
+    if isinstance(slot, str):
+        return [slot]
+    problems = []
+    for member, wanted in (("schedule_name", schedule.name), ("schedule_address", schedule.address)):
+        if wanted is not None and slot.get(member) != wanted:
+            problems.append(f"{schedule.id}: {member} {slot.get(member)!r}, expected {wanted!r}")
+    return problems
 
 
 def _hours_key(hours: object) -> list[tuple[Any, Any, Any]] | None:
@@ -206,18 +250,34 @@ async def _grade_hours(probe: Probe) -> None:
     if fixtures.all_day is not None:
         schedules.append((fixtures.all_day, fixtures.all_day.service))
     graded = [(schedule, service) for schedule, service in schedules if schedule.opening_hours is not None]
+    slots = {schedule.id: await _slot_of(probe, schedule, service_id) for schedule, service_id in schedules}
     if not graded:
         probe.grader.skipped("oracle.opening_hours", "the fixture file states no schedule's opening_hours")
+    else:
+        _grade_opening_hours(probe, graded, slots)
+    placed = [
+        schedule for schedule, _ in schedules if schedule.name is not None or schedule.address is not None
+    ]
+    if not placed:
+        probe.grader.skipped("oracle.schedule_place", "the fixture file states no schedule's name or address")
         return
+    with probe.grader.check("oracle.schedule_place", f"{len(placed)} schedules"):
+        problems = [p for schedule in placed for p in _place_problems(schedule, slots[schedule.id])]
+        expect(not problems, summarize(problems))
+
+
+def _grade_opening_hours(
+    probe: Probe, graded: list[tuple[Schedule, str]], slots: dict[str, dict[str, Any] | str]
+) -> None:
     with probe.grader.check("oracle.opening_hours", f"{len(graded)} schedules"):
         problems = []
-        for schedule, service_id in graded:
+        for schedule, _ in graded:
             assert schedule.opening_hours is not None
-            got = await _hours_of(probe, schedule, service_id)
+            slot = slots[schedule.id]
             wanted = sorted((entry.day, entry.open, entry.close) for entry in schedule.opening_hours)
-            if isinstance(got, str):
-                problems.append(got)
-            elif _hours_key(got) != wanted:
+            if isinstance(slot, str):
+                problems.append(slot)
+            elif _hours_key(got := slot.get("schedule_hours")) != wanted:
                 problems.append(
                     f"{schedule.id}: schedule_hours {got!r}, expected (day, open, close) {wanted}"
                 )

@@ -58,11 +58,8 @@ from osbp.protocol.timeutil import combine_wall_clock, has_offset, parse_instant
 __all__ = ["check_requested_wall_clock", "precheck_mandate", "validate_mandate"]
 
 
-def _amount(money: Money) -> str:
-    if money.amount_minor is None:
-        return f"an unfixed {money.currency} amount"
-    display = format_display(money.amount_minor, money.currency)
-    return display or f"{money.amount_minor} minor units of {money.currency}"
+#: Why a payment the policy requires cannot be bounded: the policy names no fixed amount for it.
+_UNKNOWN_PAYMENT = "The required payment amount for this booking is unknown."
 
 
 def _invalid(reason: str) -> Problem:
@@ -134,26 +131,24 @@ def _slot_scope(mandate: BookingMandate, slot: Slot, policy: Policy) -> Problem 
     )
 
 
-def _wall_clock(name: str, value: str | None) -> tuple[datetime | None, Problem | None]:
+def _wall_clock(name: str, value: str | None) -> datetime | Problem:
     if value is None:
-        return None, _invalid(f"{name} is missing")
+        return _invalid(f"{name} is missing")
     if has_offset(value):
-        return None, _invalid(f"{name} is a merchant wall-clock value and must not carry Z or a UTC offset")
+        return _invalid(f"{name} is a merchant wall-clock value and must not carry Z or a UTC offset")
     parsed = parse_wall_clock(value)
     if parsed is None:
-        return None, _invalid(f"{name} must be a wall-clock string like 2026-05-05T13:00:00")
-    return parsed, None
+        return _invalid(f"{name} must be a wall-clock string like 2026-05-05T13:00:00")
+    return parsed
 
 
 def _mandate_window(mandate: BookingMandate) -> tuple[datetime, datetime] | Problem:
-    earliest, failed = _wall_clock("earliest_start", mandate.earliest_start)
-    if failed:
-        return failed
-    latest, failed = _wall_clock("latest_end", mandate.latest_end)
-    if failed:
-        return failed
-    if earliest is None or latest is None:  # unreachable: failed is set
-        return _invalid("a wall-clock field is missing")
+    earliest = _wall_clock("earliest_start", mandate.earliest_start)
+    if isinstance(earliest, Problem):
+        return earliest
+    latest = _wall_clock("latest_end", mandate.latest_end)
+    if isinstance(latest, Problem):
+        return latest
     return earliest, latest
 
 
@@ -174,17 +169,15 @@ def _window(mandate: BookingMandate, slot: Slot) -> Problem | None:
     if isinstance(bounds, Problem):
         return bounds
     earliest, latest = bounds
-    start, failed = _wall_clock("slot starts_at_local", slot.starts_at_local)
-    if failed:
-        return failed
-    end, failed = _wall_clock("slot ends_at_local", slot.ends_at_local)
-    if failed:
-        return failed
+    start = _wall_clock("slot starts_at_local", slot.starts_at_local)
+    if isinstance(start, Problem):
+        return start
+    end = _wall_clock("slot ends_at_local", slot.ends_at_local)
+    if isinstance(end, Problem):
+        return end
     for name, instant in (("starts_at", slot.starts_at), ("ends_at", slot.ends_at)):
         if instant is not None and parse_instant(instant) is None:
             return _invalid(f"slot {name} must be an RFC 3339 instant with Z or an explicit UTC offset")
-    if start is None or end is None:  # unreachable: failed is set
-        return _invalid("a wall-clock field is missing")
     if early := _too_early(mandate, slot.starts_at_local, start, earliest):
         return early
     if end > latest:
@@ -218,8 +211,10 @@ def _price(mandate: BookingMandate, slot: Slot, service: Service) -> Problem | N
     if amount > cap.amount_minor:
         return problem(
             ProblemCode.PRICE_EXCEEDS_MANDATE,
-            f"Selected service or slot price {_amount(price)} exceeds BookingMandate.max_price "
-            f"{_amount(cap)}.",
+            # Both amounts are fixed and in range (the schema bounds them) in a currency the platform
+            # priced in, so each has a display form.
+            f"Selected service or slot price {format_display(amount, price.currency)} exceeds "
+            f"BookingMandate.max_price {format_display(cap.amount_minor, cap.currency)}.",
         )
     return None
 
@@ -245,8 +240,11 @@ def _payment(mandate: BookingMandate, slot: Slot, service: Service, policy: Poli
         # Full prepayment is the price unless the policy names a (non-zero) amount; the approval summary
         # shows the same amount.
         required = slot.price or service.price
-    if required is None or fixed_amount(required) is None:
-        return _unconfirmable("The required payment amount for this booking is unknown.")
+    if required is None:
+        return _unconfirmable(_UNKNOWN_PAYMENT)
+    required_amount = fixed_amount(required)
+    if required_amount is None:
+        return _unconfirmable(_UNKNOWN_PAYMENT)
     cap = mandate.max_extra_fee
     # Without a fee cap the amount is allowed by allow_policy_fee alone, but never in another currency.
     reference, reference_name = (
@@ -260,10 +258,12 @@ def _payment(mandate: BookingMandate, slot: Slot, service: Service, policy: Poli
         )
     if cap is None:
         return None
-    if (required.amount_minor or 0) > (cap.amount_minor or 0):
+    # _well_formed made the cap fixed; both amounts are in range and in the platform's currency.
+    if cap.amount_minor is not None and required_amount > cap.amount_minor:
         return problem(
             ProblemCode.POLICY_FEE_EXCEEDS_MANDATE,
-            f"The required payment {_amount(required)} exceeds BookingMandate.max_extra_fee {_amount(cap)}.",
+            f"The required payment {format_display(required_amount, required.currency)} exceeds "
+            f"BookingMandate.max_extra_fee {format_display(cap.amount_minor, cap.currency)}.",
         )
     return None
 

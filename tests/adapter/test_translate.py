@@ -582,11 +582,15 @@ def test_requested_slot_is_built_from_the_catalog_when_not_offered() -> None:
         provider_id="p1",
         starts_at_local="2026-05-05T13:00:00",
     )
-    assert (slot.id, slot.provider_name, slot.schedule_name) == (
+    assert (slot.id, slot.organization_id, slot.schedule_id, slot.provider_id, slot.service_id) == (
         "midtown:p1:s1:2026-05-05T13:00:00",
-        "Dr. One",
-        "Midtown",
+        ORGANIZATION.id,
+        "midtown",
+        "p1",
+        "s1",
     )
+    # Never shown nor booked: no display context.
+    assert (slot.provider_name, slot.schedule_name, slot.schedule_address) == (None, None, None)
     assert (slot.starts_at, slot.ends_at, slot.ends_at_local) == (
         "2026-05-05T17:00:00Z",
         "2026-05-05T18:00:00Z",
@@ -604,6 +608,6 @@ def test_requested_slot_with_unknown_schedule_has_no_zone_guess() -> None:
         provider_id="",
         starts_at_local="2026-05-05T13:00:00",
     )
-    assert slot.provider_id is None
+    assert not slot.provider_id
     assert slot.schedule_name is None
     assert slot.schedule_timezone == "America/New_York"

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from osbp.conformance.fixtures import Money, QuotedPrice, ServiceRef
-from osbp.conformance.oracle_checks import _displays, _policy_problems, money_problem
+from osbp.conformance.fixtures import Money, OptionFact, QuotedPrice, Schedule, ServiceRef
+from osbp.conformance.oracle_checks import (
+    _displays,
+    _option_problems,
+    _place_problems,
+    _policy_problems,
+    money_problem,
+)
 
 JPY = Money(amount_minor=12000, currency="JPY", type="fixed", display="¥12,000")
 
@@ -54,3 +60,33 @@ def test_a_dropped_fee_and_a_fee_the_oracle_has_not_are_policy_problems():
 def test_a_format_1_service_states_nothing_so_nothing_is_graded():
     """Platform choice (fixture format 1): a fact the file does not state is not graded."""
     assert _policy_problems(ServiceRef(id="old"), {"payment_requirement": "deposit"}) == []
+
+
+def test_a_stated_option_must_be_listed_with_its_facts():
+    """OSBP spec, Core Objects: Service.options expose add-ons for display; their facts are the oracle's."""
+    price = Money(amount_minor=2500, currency="USD", type="fixed", display="$25.00")
+    service = ServiceRef(
+        id="s", options=[OptionFact(id="addon", name="Add-on", duration="PT15M", price=price)]
+    )
+    right = {"id": "addon", "name": "Add-on", "duration": "PT15M", "price": price.model_dump()}
+    assert _option_problems(service, [right], "d") == []
+    assert _option_problems(service, None, "d") == ["d option addon: not listed (options None)"]
+    assert _option_problems(service, [{**right, "duration": None}], "d") == [
+        "d option addon: duration None, expected PT15M"
+    ]
+    assert _option_problems(service, [{k: v for k, v in right.items() if k != "price"}], "d") == [
+        "d option addon price: no Money, expected $25.00"
+    ]
+    assert _option_problems(ServiceRef(id="s"), None, "d") == []
+
+
+def test_a_schedule_address_or_name_other_than_the_oracles_is_named():
+    """OSBP spec, Core Objects: slots are denormalized with the schedule's display context."""
+    schedule = Schedule(id="main", name="Main", address="1 Fixture Plaza, New York, NY 10004, US")
+    slot = {"schedule_name": "Main", "schedule_address": "1 Fixture Plaza, New York, NY 10004, US"}
+    assert _place_problems(schedule, slot) == []
+    assert _place_problems(schedule, {**slot, "schedule_address": None}) == [
+        "main: schedule_address None, expected '1 Fixture Plaza, New York, NY 10004, US'"
+    ]
+    assert _place_problems(Schedule(id="main"), {}) == []
+    assert _place_problems(schedule, "no slot") == ["no slot"]

@@ -322,6 +322,9 @@ class Toy:
             expires = None
         if not mandate.get("id") or expires is None or expires.tzinfo is None:
             raise fail("invalid_mandate", "The mandate needs an id and an expires_at with a timezone.")
+        for key in ("max_price", "max_extra_fee"):
+            if key in mandate and not isinstance((mandate[key] or {}).get("amount_minor"), int):
+                raise fail("invalid_mandate", f"{key} needs a fixed amount_minor.")
         if expires <= dt.datetime.now(dt.UTC):
             raise fail("mandate_expired", "The mandate has expired.")
         if "booking.create" not in mandate.get("allowed_actions", []):
@@ -349,6 +352,8 @@ class Toy:
                 raise fail("invalid_mandate", f"{key} is merchant wall-clock and carries no offset.")
             window.append(value)
         start = dt.datetime.fromisoformat(f"{args['date']}T{args['time']}")
+        if start.tzinfo is not None:
+            raise fail("invalid_mandate", "date and time are merchant wall-clock and carry no offset.")
         if start < window[0]:
             raise fail("slot_too_early", "The slot starts before earliest_start.")
         if start + DURATION > window[1]:
@@ -457,6 +462,9 @@ class Toy:
         if "no_mandate_check" not in self.breaks:
             self.validate(args["mandate"], args, service)
         approval = args.get("approval") or {}
+        if args["schedule_id"] not in LOCATIONS and not approval:
+            # A first call names a schedule the platform lacks (a retry with a token meets the gate first).
+            raise Fail("schedule_not_found", "The platform has no such schedule.", False)
         token = str(approval.get("token"))
         summary = self.summary(args, service)
         if approval.get("confirmed") is not True or not self.approves(token, digest, summary):
