@@ -103,7 +103,7 @@ def test_the_postgres_profile_serves_one_platform_from_two_replicas_on_loopback(
 
 
 def test_the_image_carries_the_postgresql_driver():
-    """Platform choice (deployment): the image installs the platform and the `postgres` extra the replicas need."""
+    """Platform choice (deployment): the image installs the platform and the replicas' `postgres` extra."""
     assert "pip install --no-cache-dir '.[platform,postgres]'" in (ROOT / "Dockerfile").read_text()
 
 
