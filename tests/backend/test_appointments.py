@@ -311,23 +311,30 @@ REFUSALS = {
 }
 
 
-@pytest.mark.parametrize(
-    ("service_id", "stored", "now", "action", "expected"),
-    [
-        (service_id, stored, now, action, expected)
-        for service_id, stored, now, cancel, no_show in TRANSITIONS
-        for action, expected in (("cancel", cancel), ("no-show", no_show))
-    ],
-)
-def test_cancel_and_no_show_are_allowed_from_exactly_their_statuses(
-    client, runtime, service_id, stored, now, action, expected
-):
-    """Platform choice: cancel from pending or a confirmed not yet ended; no-show once a confirmed started."""
+#: Every (service, stored status, clock, action, expected answer) case of TRANSITIONS.
+CASES = [
+    (service_id, stored, now, action, expected)
+    for service_id, stored, now, cancel, no_show in TRANSITIONS
+    for action, expected in (("cancel", cancel), ("no-show", no_show))
+]
+
+
+def _booked_as(client, runtime, service_id: str, stored: str | None, now: str) -> str:
+    """A new appointment of ``service_id`` with ``stored`` status (None: as created), the clock at ``now``."""
     apt = create(client, "carolyns_dental", booking(service_id=service_id)).json()["id"]
     if stored is not None:
         with runtime.db.write() as session:
             session.execute(text("UPDATE appointment SET status = :status"), {"status": stored})
     client.post("/_testing/clock", json={"now": now})
+    return str(apt)
+
+
+@pytest.mark.parametrize(("service_id", "stored", "now", "action", "expected"), CASES)
+def test_cancel_and_no_show_are_allowed_from_exactly_their_statuses(
+    client, runtime, service_id, stored, now, action, expected
+):
+    """Platform choice: cancel from pending or a confirmed not yet ended; no-show once a confirmed started."""
+    apt = _booked_as(client, runtime, service_id, stored, now)
     path = f"/api/organizations/carolyns_dental/appointments/{apt}"
     status = client.get(path).json()["status"]
     response = client.post(f"{path}/{action}")
@@ -339,23 +346,12 @@ def test_cancel_and_no_show_are_allowed_from_exactly_their_statuses(
         assert client.get(path).json()["status"] == expected
 
 
-@pytest.mark.parametrize(
-    ("service_id", "stored", "now", "action", "expected"),
-    [
-        (service_id, stored, now, action, expected)
-        for service_id, stored, now, cancel, no_show in TRANSITIONS
-        for action, expected in (("cancel", cancel), ("no-show", no_show))
-    ],
-)
+@pytest.mark.parametrize(("service_id", "stored", "now", "action", "expected"), CASES)
 def test_the_merchant_surface_answers_every_case_as_the_customer_surface_does(
     client, runtime, service_id, stored, now, action, expected
 ):
     """Platform choice: one status-transition table for every surface; only the refusal's code differs."""
-    apt = create(client, "carolyns_dental", booking(service_id=service_id)).json()["id"]
-    if stored is not None:
-        with runtime.db.write() as session:
-            session.execute(text("UPDATE appointment SET status = :status"), {"status": stored})
-    client.post("/_testing/clock", json={"now": now})
+    apt = _booked_as(client, runtime, service_id, stored, now)
     response = client.post(f"/api/organizations/carolyns_dental/merchant/appointments/{apt}/{action}")
     if expected == 409:
         assert (response.status_code, response.json()["code"]) == (409, "appointment_transition_not_allowed")
