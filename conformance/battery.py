@@ -35,6 +35,7 @@ from osbp.conformance.probe import Probe
 from osbp.conformance.prose_checks import grade_problem_prose, grade_prose_falsehoods
 from osbp.conformance.read_checks import grade_reads
 from osbp.conformance.runtime_checks import grade_runtime_markers
+from osbp.conformance.summary_facts import grade_summary_prose
 from osbp.conformance.time_checks import grade_dst
 from osbp.conformance.tool_checks import grade_tools
 from osbp.conformance.wire import ServerTarget, open_wire
@@ -261,6 +262,7 @@ async def run_battery(
             grade_envelopes(grader, wire)
             grade_problem_prose(grader, wire)
             grade_prose_falsehoods(grader, wire, fixtures)
+            grade_summary_prose(grader, wire)
             await grade_rejections(probe)
             hosted_waited = await grade_elicitation(probe, target, log)
             grade_runtime_markers(grader, probe.all_exchanges())

@@ -17,6 +17,10 @@ challenge and the approved retry, so concurrent battery runs on one platform may
 retries with a token that old at the end of its run and expects a fresh challenge. A TTL longer than the
 battery is willing to wait leaves that check skipped.
 
+`policy_cases` (optional) lists services the battery only challenges, never books (payment none, a fixed
+price in the cap's currency, bookable at the fixture slot), chosen so their summaries state other policies
+(cancellation not allowed, no deadline or grace, one-unit spans); see `summary_facts`.
+
 `bound_facts` (optional) names, for each summary fact the binding checks change through the platform's
 hooks (a fee, the cancellation window, a provider's or schedule's name), a service no other check books,
 with the provider and schedule to book it with; see `BoundFacts`.
@@ -422,6 +426,10 @@ class Fixtures(_Strict):
     all_day: AllDaySchedule | None = None
     #: Format 2: named slots with their exact instants (`dst_gap`, `dst_fold`, ...).
     slots: dict[Id, OracleSlot] = Field(default_factory=dict)
+    #: Services the battery only challenges, never books (optional): each a fixed price in the cap's
+    #: currency, payment none, bookable at the fixture slot, whose policy reaches another branch of the
+    #: summary's policy prose; their summaries are graded against their policy.explain answers.
+    policy_cases: list[Id] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod

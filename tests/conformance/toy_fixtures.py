@@ -34,7 +34,11 @@ FORMAT_2_CHECKS = frozenset(
 
 def format_1(raw: dict[str, Any]) -> dict[str, Any]:
     """A format-2 fixture document as format 1 wrote it: ids, roles and amounts, no oracle facts."""
-    old = {key: value for key, value in raw.items() if key not in ("fixture_format", "all_day", "slots")}
+    old = {
+        key: value
+        for key, value in raw.items()
+        if key not in ("fixture_format", "all_day", "slots", "policy_cases")
+    }
     old["schedule"] = {"id": raw["schedule"]["id"], "has_coordinates": raw["schedule"]["has_coordinates"]}
     old["providers"] = {key: raw["providers"][key] for key in ("in_scope", "other")}
     kept = {"id", "price", "deposit", "method", "code", "pre_verification"}
