@@ -246,6 +246,16 @@ CATALOG: tuple[Check, ...] = (
         _SUMMARY,
     ),
     _c(
+        "summary.end_date",
+        "the summary of a slot ending on the next day states the end's date",
+        "booking.create (beyond the spec)",
+    ),
+    _c(
+        "summary.schedule_timezone",
+        "the summary of a slot at a schedule in another zone than the organization's names that zone",
+        "Time Discipline",
+    ),
+    _c(
         "summary.fees_uncapped",
         "a summary stating a cancellation or no-show fee says the booking mandate does not cap it",
         "Security and Privacy Considerations (beyond the spec)",
@@ -264,6 +274,11 @@ CATALOG: tuple[Check, ...] = (
         "prose.unit_number",
         "in every approval summary a duration's unit agrees with its count (1 hour, 10 minutes)",
         "booking.create (beyond the spec)",
+    ),
+    _c(
+        "approval.token_expired_current",
+        "an expired token's fresh challenge states the facts as they are now (a price changed since)",
+        _SUMMARY,
     ),
     _c(
         "approval.token_invented",

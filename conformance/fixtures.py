@@ -76,6 +76,7 @@ __all__ = [
     "Money",
     "OpeningHours",
     "OracleSlot",
+    "OvernightSlot",
     "Providers",
     "QuotedPrice",
     "Schedule",
@@ -386,6 +387,28 @@ class BoundFacts(_Strict):
         return self
 
 
+class OvernightSlot(_Strict):
+    """Format 2: a slot the battery only challenges, at a schedule whose zone is not the organization's,
+    ending on the day after it starts (the summary must name that zone and the end's date)."""
+
+    schedule_id: Id
+    service_id: Id
+    provider_id: Id
+    timezone: Id
+    starts_at_local: WallClock
+    ends_at_local: WallClock
+
+    @model_validator(mode="after")
+    def _ends_the_next_day(self) -> OvernightSlot:
+        start, end = (
+            dt.datetime.fromisoformat(self.starts_at_local),
+            dt.datetime.fromisoformat(self.ends_at_local),
+        )
+        if end.date() <= start.date() or end <= start:
+            raise ValueError("overnight: the slot must end on a later date than it starts")
+        return self
+
+
 class Customer(_Strict):
     """A synthetic customer; the battery plays this person."""
 
@@ -397,7 +420,7 @@ class Customer(_Strict):
 
 
 #: The members only format 2 may state (a format-1 file stating one is refused: it forgot to say so).
-_FORMAT_2_MEMBERS = ("all_day", "slots")
+_FORMAT_2_MEMBERS = ("all_day", "slots", "overnight")
 
 
 class Fixtures(_Strict):
@@ -430,6 +453,8 @@ class Fixtures(_Strict):
     #: currency, payment none, bookable at the fixture slot, whose policy reaches another branch of the
     #: summary's policy prose; their summaries are graded against their policy.explain answers.
     policy_cases: list[Id] = Field(default_factory=list)
+    #: Format 2: a slot in another zone than the organization's that ends the next day (optional).
+    overnight: OvernightSlot | None = None
 
     @model_validator(mode="before")
     @classmethod

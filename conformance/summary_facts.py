@@ -8,7 +8,10 @@ server answered from availability.find and policy.explain, like `osbp.conformanc
 - `summary.cancellation`: whether the booking can be cancelled, as policy.explain's cancellation_enabled
   says (never denied, nor called unreported, when it is reported);
 - `summary.policy_terms`: the cancellation window, the late grace and the merchant's cancellation note
-  policy.explain reports (the spec binds the token to "policy text", so the summary carries it).
+  policy.explain reports (the spec binds the token to "policy text", so the summary carries it);
+- `summary.end_date`, `summary.schedule_timezone` (the fixtures' `overnight` slot, challenged only): a
+  slot ending the next day states that day, and one at a schedule in another zone than the organization's
+  names the schedule's zone (the merchant-local time is the schedule's).
 
 Over every approval summary the run recorded (the payload it answered is known):
 
@@ -35,6 +38,7 @@ And two more token bindings, each under a fresh idempotency key:
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Any
 
@@ -42,15 +46,24 @@ from osbp.conformance.falsehoods import fee_cap_claims, sentences, span_forms
 from osbp.conformance.grading import Grader, expect, summarize
 from osbp.conformance.payloads import CREATE, approval_token, approved
 from osbp.conformance.probe import Probe
-from osbp.conformance.wallclock import clock_forms, iso_duration_seconds
+from osbp.conformance.wallclock import clock_forms, format_wall_clock, iso_duration_seconds, zone
 from osbp.conformance.wire import Exchange, Wire
 
-__all__ = ["FACT_CHECKS", "PROSE_CHECKS", "TOKEN_CHECKS", "grade_summary_facts", "grade_summary_prose"]
+__all__ = [
+    "FACT_CHECKS",
+    "OVERNIGHT_CHECKS",
+    "PROSE_CHECKS",
+    "TOKEN_CHECKS",
+    "grade_summary_facts",
+    "grade_summary_prose",
+]
 
 #: The checks graded on the fixed-price challenge and the fee-allowing ones, in report order.
 FACT_CHECKS = ("summary.end_time", "summary.merchant", "summary.cancellation", "summary.policy_terms")
 #: The checks graded over every recorded summary.
 PROSE_CHECKS = ("summary.fees_uncapped", "summary.name_fields", "prose.null_placeholder", "prose.unit_number")
+#: The checks of the overnight slot (the fixtures' `overnight`).
+OVERNIGHT_CHECKS = ("summary.end_date", "summary.schedule_timezone")
 #: The token checks of this module.
 TOKEN_CHECKS = ("approval.token_invented", "approval.token_other_booking")
 
@@ -182,7 +195,58 @@ async def grade_summary_facts(probe: Probe, graded: list[tuple[str, str]]) -> No
     customer = probe.fixtures.customer.model_dump(exclude_none=True, exclude={"family_name"})
     customer["given_name"] = customer["display_name"].partition(" ")[0]
     await probe.wire.call(CREATE, probe.payloads.create(usd, customer=customer))
+    await _grade_overnight(probe)
     await _grade_tokens(probe)
+
+
+async def _grade_overnight(probe: Probe) -> None:
+    """The overnight slot's summary names its schedule's zone and the date it ends on."""
+    from osbp.conformance.summary_checks import date_forms, summary_text
+
+    slot = probe.fixtures.overnight
+    if slot is None:
+        for check_id in OVERNIGHT_CHECKS:
+            probe.grader.skipped(check_id, "the fixtures name no overnight slot")
+        return
+    build = probe.payloads
+    start, end = (
+        dt.datetime.fromisoformat(slot.starts_at_local),
+        dt.datetime.fromisoformat(slot.ends_at_local),
+    )
+    mandate = build.mandate(
+        slot.service_id,
+        schedule_ids=[slot.schedule_id],
+        provider_ids=[slot.provider_id],
+        earliest_start=format_wall_clock(dt.datetime.combine(start.date(), dt.time())),
+        latest_end=format_wall_clock(dt.datetime.combine(end.date(), dt.time()) + dt.timedelta(days=1)),
+    )
+    payload = build.create(
+        slot.service_id,
+        mandate=mandate,
+        schedule_id=slot.schedule_id,
+        provider_id=slot.provider_id,
+        date=start.date().isoformat(),
+        time=start.strftime("%H:%M"),
+    )
+    answer = await probe.wire.call(CREATE, payload)
+    text = summary_text(answer.message)
+    challenged = answer.code == "requires_user_confirmation" and approval_token(answer.message) is not None
+    with probe.grader.check("summary.end_date"):
+        expect(challenged, f"expected an approval challenge for the overnight slot, got {answer.describe()}")
+        ends = clock_forms(end.time())
+        _require(
+            any(form in text for form in date_forms(end.date())) and any(form in text for form in ends),
+            text,
+            f"the end on the next day ({end:%Y-%m-%d %H:%M})",
+        )
+    with probe.grader.check("summary.schedule_timezone"):
+        expect(challenged, f"expected an approval challenge for the overnight slot, got {answer.describe()}")
+        try:
+            abbreviation = start.replace(tzinfo=zone(slot.timezone)).tzname()
+        except ValueError:
+            abbreviation = None
+        forms = [slot.timezone, *([abbreviation] if abbreviation else [])]
+        _require(any(form in text for form in forms), text, f"the schedule's timezone ({slot.timezone})")
 
 
 async def policy_case_challenges(probe: Probe) -> list[tuple[str, Exchange]]:
@@ -343,8 +407,10 @@ async def _grade_tokens(probe: Probe) -> None:
             expected=f"a summary of {other.id}",
             observed=repr(text[:400]),
         )
+        # Read without the other booking's name, which may contain this one's ("New-client haircut").
+        rest = text.casefold().replace(str(wanted).casefold(), " ")
         expect(
-            not (isinstance(issued, str) and issued.casefold() in text.casefold()),
+            not (isinstance(issued, str) and issued.casefold() in rest),
             f"the fresh challenge describes the booking the token was issued for ({issued!r})",
             expected=f"a summary of {other.id}",
             observed=repr(text[:400]),

@@ -95,3 +95,16 @@ def test_a_time_unit_agrees_with_its_count_and_compound_adjectives_are_left_alon
     assert unit_number_errors("Arriving more than 10 minute late.") == ["10 minute"]
     assert unit_number_errors("up to 1 hour 1 minute before; 10 minutes late; a 10 minute grace.") == []
     assert unit_number_errors("a 2-hour window, 21 minutes, 0.1 hours") == []
+
+
+def test_the_overnight_slot_must_end_on_a_later_date():
+    import pytest
+    from pydantic import ValidationError
+
+    from osbp.conformance.fixtures import OvernightSlot
+
+    slot = {"schedule_id": "n", "service_id": "s", "provider_id": "p", "timezone": "America/Chicago"}
+    ok = OvernightSlot(**slot, starts_at_local="2030-05-02T23:30:00", ends_at_local="2030-05-03T00:15:00")
+    assert ok.ends_at_local.startswith("2030-05-03")
+    with pytest.raises(ValidationError, match="later date"):
+        OvernightSlot(**slot, starts_at_local="2030-05-02T10:30:00", ends_at_local="2030-05-02T11:15:00")

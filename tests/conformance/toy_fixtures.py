@@ -37,7 +37,7 @@ def format_1(raw: dict[str, Any]) -> dict[str, Any]:
     old = {
         key: value
         for key, value in raw.items()
-        if key not in ("fixture_format", "all_day", "slots", "policy_cases")
+        if key not in ("fixture_format", "all_day", "slots", "policy_cases", "overnight")
     }
     old["schedule"] = {"id": raw["schedule"]["id"], "has_coordinates": raw["schedule"]["has_coordinates"]}
     old["providers"] = {key: raw["providers"][key] for key in ("in_scope", "other")}

@@ -411,9 +411,8 @@ class Toy:
             "customer_name": f"The merchant will see the customer name {customer.get('display_name')}.",
             # The facts of osbp.conformance.summary_facts (no break leaves them out).
             "end": f"It ends at {(start + DURATION):%H:%M}, with {ORG['name']}.",
-            "terms": "Arriving more than 15 minutes late is a no-show. "
-            '"Cancel at least 6 hours before the appointment."'
-            + (" The booking mandate does not cap these fees." if fees else ""),
+            "terms": 'Its note: "Cancel at least 6 hours before the appointment." Arriving more than 15 '
+            "minutes late is a no-show." + (" The booking mandate does not cap these fees." if fees else ""),
             "names": " ".join(
                 f"{label}: {customer[key]}."
                 for key, label in (("given_name", "Given name"), ("family_name", "Family name"))
