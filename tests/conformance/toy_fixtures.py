@@ -15,6 +15,7 @@ from typing import Any
 from osbp.conformance import Fixtures, reference_fixtures_path
 from osbp.conformance.all_day_checks import ALL_DAY_CHECKS
 from osbp.conformance.oracle_checks import ORACLE_CHECKS
+from osbp.conformance.summary_facts import OVERNIGHT_CHECKS
 
 __all__ = ["FORMAT_2_CHECKS", "format_1", "toy_fixtures", "write_toy_fixtures"]
 
@@ -23,6 +24,7 @@ FORMAT_2_CHECKS = frozenset(
     {
         *ORACLE_CHECKS,
         *ALL_DAY_CHECKS,
+        *OVERNIGHT_CHECKS,
         "status.native_unknown",
         "summary.fees_oracle",
         "prose.price_text",
