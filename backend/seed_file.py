@@ -214,6 +214,16 @@ def _service_defaults(defaults: Any, where: str) -> dict[str, Any]:
     return defaults
 
 
+def _merged(defaults: dict[str, Any], service: dict[str, Any]) -> dict[str, Any]:
+    """A service's own keys over `defaults`, without the defaults its `unset` list names (a default a
+    service must not have, such as a cancellation window: TOML has no null)."""
+    unset = service.get("unset", [])
+    if not isinstance(unset, list):
+        raise ValueError(f"service {service.get('id')}: unset must be a list of keys")
+    kept = {key: value for key, value in defaults.items() if key not in unset}
+    return kept | {key: value for key, value in service.items() if key != "unset"}
+
+
 class SeedFile(_Strict):
     """The whole seed file."""
 
@@ -233,7 +243,7 @@ class SeedFile(_Strict):
                 where = f"organization[{item.get('id')}].service_defaults"
                 defaults = top | _service_defaults(item.get("service_defaults", {}), where)
                 services = [
-                    defaults | service if isinstance(service, dict) else service
+                    _merged(defaults, service) if isinstance(service, dict) else service
                     for service in item["service"]
                 ]
                 item = item | {"service": services}

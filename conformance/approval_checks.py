@@ -11,6 +11,9 @@ Both need something a black-box battery cannot do alone, so both are SKIP, never
   (`--provider-url`, `--location-url`). Battery runs sharing one platform change the same facts at the
   same time, so every change picks a fresh random value, and a round whose fresh summary shows another
   run's value or differs in anything else is repeated after a random pause, a few times at most.
+- `approval.token_expired_current` takes a challenge of `services.repriced` at the start too, and once
+  its token has expired reprices the service and retries: the fresh challenge must state a price of now,
+  never the price its first summary showed (needs the catalog hook and `approval_ttl_seconds`).
 - `approval.token_expired` needs the server's token lifetime (`approval_ttl_seconds` in the fixtures): its
   challenge is taken when the battery starts (:func:`open_expiry`) and retried when the battery ends
   (:func:`grade_expiry`), waiting only what is left of the lifetime plus a margin.
@@ -29,6 +32,7 @@ from typing import Any
 import anyio
 from iso4217 import Currency
 
+from osbp.conformance.falsehoods import money_mentions
 from osbp.conformance.fixtures import BoundFact, Fixtures
 from osbp.conformance.flows import challenge
 from osbp.conformance.grading import CheckFailed, expect
@@ -41,10 +45,13 @@ from osbp.conformance.wire import Exchange
 __all__ = [
     "FACTS",
     "LONGEST_TTL_SECONDS",
+    "PendingCurrent",
     "PendingExpiry",
     "changed_alone",
+    "grade_current",
     "grade_expiry",
     "grade_summary_bound",
+    "open_current",
     "open_expiry",
 ]
 
@@ -396,3 +403,67 @@ async def grade_expiry(probe: Probe, pending: PendingExpiry | None) -> None:
         after = await _appointments(probe)
         _refused_with_fresh_challenge(retry, pending.token, f"with a token older than {pending.ttl:g} s")
         _not_booked(before, after, "for an expired token")
+
+
+# --- An expired token's fresh challenge shows the facts as they are now -------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCurrent:
+    """A challenge of the repriced service taken at the start, retried once expired after a new price."""
+
+    payload: dict[str, Any]
+    token: str
+    shown: str
+    answered_at: float
+    ttl: float
+
+
+async def open_current(probe: Probe) -> PendingCurrent | None:
+    """Take `approval.token_expired_current`'s challenge now (None, with the check graded, if it cannot)."""
+    check_id, ttl = "approval.token_expired_current", probe.fixtures.approval_ttl_seconds
+    service = _repriced(probe.fixtures)
+    if service is None or probe.catalog_url is None:
+        probe.grader.skipped(check_id, "no services.repriced or no --catalog-url: the price cannot change")
+        return None
+    if ttl is None or ttl > LONGEST_TTL_SECONDS:
+        probe.grader.skipped(check_id, "no approval_ttl_seconds the battery waits out")
+        return None
+    payload = _bound_payload(probe, service)
+    first, token = await challenge(probe, payload)
+    if token is None:
+        probe.grader.failed(check_id, f"expected an approval challenge, got {first.describe()}")
+        return None
+    return PendingCurrent(payload, token, summary_text(first.message), time.monotonic(), ttl)
+
+
+async def grade_current(probe: Probe, pending: PendingCurrent | None) -> None:
+    """Reprice, then retry the expired token: the fresh challenge states a price of now, never the old one.
+
+    Other runs on the platform may reprice the service too (always to a fresh random amount), so any price
+    but the one shown at the start passes; the old price in the fresh summary is the stale offer.
+    """
+    if pending is None:
+        return
+    service = _repriced(probe.fixtures)
+    assert service is not None
+    with probe.grader.check("approval.token_expired_current"):
+        expired_at = pending.answered_at + pending.ttl + _EXPIRY_MARGIN_SECONDS
+        await anyio.sleep(max(0.0, expired_at - time.monotonic()))
+        change = _money_change(probe, service, pending.shown, "price_amount", "price")
+        failed = await change.make()
+        expect(failed is None, str(failed))
+        retry = await probe.wire.call(CREATE, approved(pending.payload, pending.token))
+        _refused_with_fresh_challenge(retry, pending.token, f"with a token older than {pending.ttl:g} s")
+        fresh = summary_text(retry.message)
+
+        def amounts(text: str) -> set[tuple[str, int | None]]:
+            return {(mention.currency, mention.minor) for mention in money_mentions(text)}
+
+        old = amounts(pending.shown)
+        expect(
+            change.stated(fresh) or not (old and old <= amounts(fresh)),
+            "the expired token's fresh challenge shows the price of its first summary, not the price now",
+            expected=f"a summary stating {change.described}",
+            observed=repr(fresh[:400]),
+        )

@@ -21,7 +21,7 @@ from typing import IO, Literal
 from pydantic import BaseModel, ConfigDict
 
 from osbp.conformance.all_day_checks import grade_all_day
-from osbp.conformance.approval_checks import grade_expiry, open_expiry
+from osbp.conformance.approval_checks import grade_current, grade_expiry, open_current, open_expiry
 from osbp.conformance.audit_checks import AuditLogFile, grade_audit
 from osbp.conformance.booking_checks import grade_bookings
 from osbp.conformance.elicitation_checks import grade_elicitation
@@ -35,6 +35,7 @@ from osbp.conformance.probe import Probe
 from osbp.conformance.prose_checks import grade_problem_prose, grade_prose_falsehoods
 from osbp.conformance.read_checks import grade_reads
 from osbp.conformance.runtime_checks import grade_runtime_markers
+from osbp.conformance.summary_facts import grade_summary_prose
 from osbp.conformance.time_checks import grade_dst
 from osbp.conformance.tool_checks import grade_tools
 from osbp.conformance.wire import ServerTarget, open_wire
@@ -251,6 +252,7 @@ async def run_battery(
             await grade_tools(probe)
             # Taken first and retried last, so the token ages while the other checks run.
             pending_expiry = await open_expiry(probe)
+            pending_current = await open_current(probe)
             await grade_reads(probe)
             await grade_oracle(probe)
             await grade_dst(probe, today=now.date())
@@ -258,9 +260,11 @@ async def run_battery(
             await grade_bookings(probe)
             await grade_mandates(probe)
             await grade_expiry(probe, pending_expiry)
+            await grade_current(probe, pending_current)
             grade_envelopes(grader, wire)
             grade_problem_prose(grader, wire)
             grade_prose_falsehoods(grader, wire, fixtures)
+            grade_summary_prose(grader, wire)
             await grade_rejections(probe)
             hosted_waited = await grade_elicitation(probe, target, log)
             grade_runtime_markers(grader, probe.all_exchanges())

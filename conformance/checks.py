@@ -221,6 +221,76 @@ CATALOG: tuple[Check, ...] = (
         "the approval summary shows the merchant-visible customer name",
         _SUMMARY,
     ),
+    # More summary facts, the summaries' prose over the run, and the token under a fresh key
+    # (osbp.conformance.summary_facts).
+    _c(
+        "summary.end_time",
+        "the approval summary states when the appointment ends (its merchant-local end or its length)",
+        "booking.create (beyond the spec)",
+    ),
+    _c(
+        "summary.merchant",
+        "the approval summary names the merchant (policy.explain's organization name)",
+        "booking.create (beyond the spec)",
+    ),
+    _c(
+        "summary.cancellation",
+        "the approval summary says whether the booking can be cancelled as policy.explain's "
+        "cancellation_enabled does, never calling a reported answer unreported",
+        "policy.explain",
+    ),
+    _c(
+        "summary.policy_terms",
+        "the approval summary states the cancellation window, the late grace and the cancellation note "
+        "policy.explain reports (the token is bound to the policy text)",
+        _SUMMARY,
+    ),
+    _c(
+        "summary.end_date",
+        "the summary of a slot ending on the next day states the end's date",
+        "booking.create (beyond the spec)",
+    ),
+    _c(
+        "summary.schedule_timezone",
+        "the summary of a slot at a schedule in another zone than the organization's names that zone",
+        "Time Discipline",
+    ),
+    _c(
+        "summary.fees_uncapped",
+        "a summary stating a cancellation or no-show fee says the booking mandate does not cap it",
+        "Security and Privacy Considerations (beyond the spec)",
+    ),
+    _c(
+        "summary.name_fields",
+        "a summary states each given_name and family_name the payload sends, never that one is not sent",
+        _SUMMARY,
+    ),
+    _c(
+        "prose.null_placeholder",
+        "no approval summary shows a program's null (None, null, undefined) where a value belongs",
+        "booking.create (beyond the spec)",
+    ),
+    _c(
+        "prose.unit_number",
+        "in every approval summary a duration's unit agrees with its count (1 hour, 10 minutes)",
+        "booking.create (beyond the spec)",
+    ),
+    _c(
+        "approval.token_expired_current",
+        "an expired token's fresh challenge states the facts as they are now (a price changed since)",
+        _SUMMARY,
+    ),
+    _c(
+        "approval.token_invented",
+        "an approval token no challenge issued gets a fresh challenge, never a booking or a server error",
+        _SUMMARY,
+    ),
+    _c(
+        "approval.token_other_booking",
+        "one booking's token sent with another booking under a fresh key is re-challenged with a summary "
+        "of that other booking",
+        _SUMMARY,
+    ),
     _c(
         "happy.receipt",
         "the approved retry books and returns a receipt with id, booking_id and human-readable text",

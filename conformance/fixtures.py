@@ -17,6 +17,10 @@ challenge and the approved retry, so concurrent battery runs on one platform may
 retries with a token that old at the end of its run and expects a fresh challenge. A TTL longer than the
 battery is willing to wait leaves that check skipped.
 
+`policy_cases` (optional) lists services the battery only challenges, never books (payment none, a fixed
+price in the cap's currency, bookable at the fixture slot), chosen so their summaries state other policies
+(cancellation not allowed, no deadline or grace, one-unit spans); see `summary_facts`.
+
 `bound_facts` (optional) names, for each summary fact the binding checks change through the platform's
 hooks (a fee, the cancellation window, a provider's or schedule's name), a service no other check books,
 with the provider and schedule to book it with; see `BoundFacts`.
@@ -73,6 +77,7 @@ __all__ = [
     "OpeningHours",
     "OptionFact",
     "OracleSlot",
+    "OvernightSlot",
     "Providers",
     "QuotedPrice",
     "Schedule",
@@ -398,6 +403,28 @@ class BoundFacts(_Strict):
         return self
 
 
+class OvernightSlot(_Strict):
+    """Format 2: a slot the battery only challenges, at a schedule whose zone is not the organization's,
+    ending on the day after it starts (the summary must name that zone and the end's date)."""
+
+    schedule_id: Id
+    service_id: Id
+    provider_id: Id
+    timezone: Id
+    starts_at_local: WallClock
+    ends_at_local: WallClock
+
+    @model_validator(mode="after")
+    def _ends_the_next_day(self) -> OvernightSlot:
+        start, end = (
+            dt.datetime.fromisoformat(self.starts_at_local),
+            dt.datetime.fromisoformat(self.ends_at_local),
+        )
+        if end.date() <= start.date() or end <= start:
+            raise ValueError("overnight: the slot must end on a later date than it starts")
+        return self
+
+
 class Customer(_Strict):
     """A synthetic customer; the battery plays this person."""
 
@@ -409,7 +436,7 @@ class Customer(_Strict):
 
 
 #: The members only format 2 may state (a format-1 file stating one is refused: it forgot to say so).
-_FORMAT_2_MEMBERS = ("all_day", "slots")
+_FORMAT_2_MEMBERS = ("all_day", "slots", "overnight")
 
 
 class Fixtures(_Strict):
@@ -438,6 +465,12 @@ class Fixtures(_Strict):
     all_day: AllDaySchedule | None = None
     #: Format 2: named slots with their exact instants (`dst_gap`, `dst_fold`, ...).
     slots: dict[Id, OracleSlot] = Field(default_factory=dict)
+    #: Services the battery only challenges, never books (optional): each a fixed price in the cap's
+    #: currency, payment none, bookable at the fixture slot, whose policy reaches another branch of the
+    #: summary's policy prose; their summaries are graded against their policy.explain answers.
+    policy_cases: list[Id] = Field(default_factory=list)
+    #: Format 2: a slot in another zone than the organization's that ends the next day (optional).
+    overnight: OvernightSlot | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -25,6 +25,7 @@ from iso4217 import Currency
 from osbp.conformance.flows import challenge
 from osbp.conformance.grading import expect
 from osbp.conformance.probe import Probe
+from osbp.conformance.summary_facts import grade_summary_facts, policy_case_challenges
 from osbp.conformance.wallclock import clock_forms, zone
 from osbp.conformance.wire import Exchange
 
@@ -56,6 +57,13 @@ _FEES = (("cancellation_fee", "cancellation fee"), ("no_show_fee", "no-show fee"
 #: payment", and "before the appointment" a cancellation deadline, so neither counts).
 _PREPAY = re.compile(r"prepa|in advance|full payment|paid in full|pay in full", re.IGNORECASE)
 _PAYMENT = re.compile(r"\b(pay\w*|deposit\w*|prepa\w*|charge\w*)\b", re.IGNORECASE)
+#: A deposit or payment said to be due before the appointment, and what makes that a denial.
+_REQUIRED_PAYMENT = re.compile(r"\b(?:deposit|prepa\w*|full payment|payment in advance)\b", re.IGNORECASE)
+_PAYMENT_NEGATION = re.compile(r"\b(?:no|not|never|without|nothing)\b|n't\b", re.IGNORECASE)
+_NONE_REQUIRED = re.compile(r"\bnone\b|\bnot (?:required|needed|due)\b|n't (?:required|needed|due)\b", re.I)
+_NO_PAYMENT = re.compile(
+    r"\bno (?:upfront |advance )?(?:payment|prepayment)\b|\bnothing (?:is )?(?:due|to pay)\b", re.IGNORECASE
+)
 
 
 def _named(text: str, name: object) -> bool:
@@ -178,8 +186,28 @@ def _fee_problems(message: str, policy: dict[str, Any], where: str) -> tuple[int
     return count, problems
 
 
-def payment_problem(message: str, policy: dict[str, Any], where: str) -> str | None:
+def _payment_claims(message: str) -> list[str]:
+    """The sentences that say a deposit or a payment in advance is required (a negation before it, or
+    "none" / "not required" in the sentence, makes it a denial)."""
+    claims = []
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", message):
+        found = _REQUIRED_PAYMENT.search(sentence)
+        if (
+            found
+            and not _PAYMENT_NEGATION.search(sentence[: found.start()])
+            and not _NONE_REQUIRED.search(sentence)
+        ):
+            claims.append(sentence.strip())
+    return claims
+
+
+def payment_problem(message: str, policy: dict[str, Any], where: str, name: object = None) -> str | None:
+    """Why `message` misstates `policy`'s payment requirement (None when it states it). `name`, the
+    service's name, is read out first: a service called "Deposit required" states no deposit by its name."""
+    if isinstance(name, str) and name:
+        message = re.sub(re.escape(name), " ", message, flags=re.IGNORECASE)
     requirement = policy.get("payment_requirement")
+    claims = _payment_claims(message)
     if requirement == "deposit":
         deposit = policy.get("deposit")
         if not (
@@ -187,11 +215,17 @@ def payment_problem(message: str, policy: dict[str, Any], where: str) -> str | N
         ):
             forms = price_forms(deposit) if isinstance(deposit, dict) else []
             return f"{where}: no deposit of {forms}"
+        if _PREPAY.search(message):
+            return f"{where}: a deposit is described as full prepayment"
     elif requirement == "full_prepay":
         if not _PREPAY.search(message):
             return f"{where}: full prepayment is not stated"
+        if _NO_PAYMENT.search(message):
+            return f"{where}: full prepayment is required but the summary says no payment is"
     elif not _PAYMENT.search(message):
         return f"{where}: the payment requirement ({requirement}) is not stated"
+    elif requirement == "none" and claims:
+        return f"{where}: {claims[0]!r} claims a payment the policy does not require"
     return None
 
 
@@ -215,19 +249,22 @@ async def grade_summaries(probe: Probe, first: Exchange) -> None:
     usd = probe.fixtures.services.fixed_usd.id
     graded: list[tuple[str, str]] = [(usd, message)]
     problems: list[str] = []
-    for service_id, exchange in await _fee_challenges(probe):
+    for service_id, exchange in [*await _fee_challenges(probe), *await policy_case_challenges(probe)]:
         if exchange.code == "requires_user_confirmation" and exchange.problem.get("retryable") is True:
             graded.append((service_id, summary_text(exchange.message)))
         else:
             problems.append(f"{service_id}: expected an approval challenge, got {exchange.describe()}")
+    names = {service.id: service.name for service in probe.fixtures.services.roles().values()}
+    names |= {key: value.get("name") for key, value in probe.services.items() if value.get("name")}
     with probe.grader.check("summary.payment"):
         for service_id, text in graded:
             policy = probe.policies.get(service_id)
             if policy is None:
                 problems.append(f"{service_id}: policy.explain failed, so the requirement is unknown")
-            elif problem := payment_problem(text, policy, service_id):
+            elif problem := payment_problem(text, policy, service_id, names.get(service_id)):
                 problems.append(problem)
         expect(not problems, "; ".join(problems))
+    await grade_summary_facts(probe, graded)
     fees, missing = 0, list[str]()
     for service_id, text in graded:
         count, absent = _fee_problems(text, probe.policies.get(service_id) or {}, service_id)

@@ -52,7 +52,7 @@ def test_service_carries_its_policy_in_minutes_and_major_units(client):
 def test_services_list_includes_every_policy(client):
     """Platform choice: the services list returns each service with its policy."""
     services = client.get("/api/organizations/conformance_co/services").json()["services"]
-    assert len(services) == 21
+    assert len(services) == 25
     by_id = {item["id"]: item for item in services}
     assert by_id["conformance_fixed_jpy"]["price"]["amount"] == "12000"
     assert by_id["conformance_fixed_kwd"]["price"]["amount"] == "12.500"
@@ -114,4 +114,4 @@ def test_reseeding_never_duplicates(runtime):
     with runtime.db.write() as session:
         seed(session)
     with runtime.db.read() as session:
-        assert session.exec(select(func.count()).select_from(Service)).one() == 37
+        assert session.exec(select(func.count()).select_from(Service)).one() == 41

@@ -109,3 +109,15 @@ def test_the_shipped_seed_file_is_valid_toml_with_five_organizations() -> None:
         organization.id for organization in load_seed().organizations
     ]
     assert len(data["organization"]) == 5
+
+
+def test_a_service_unsets_the_defaults_it_must_not_have() -> None:
+    """Platform choice (seed data): TOML has no null, so a service's `unset` list removes inherited
+    defaults (the conformance policy case with neither a cancellation window nor a late grace)."""
+    services = {
+        service.id: service for organization in load_seed().organizations for service in organization.services
+    }
+    unset = services["conformance_policy_no_window"]
+    assert (unset.cancellation_window_minutes, unset.late_grace_minutes) == (None, None)
+    kept = services["conformance_policy_no_cancel"]
+    assert (kept.cancellation_window_minutes, kept.late_grace_minutes) == (360, 10)

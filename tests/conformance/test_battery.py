@@ -118,6 +118,7 @@ HOOKED = {
     "approval.token_summary_window",
     "approval.token_summary_provider",
     "approval.token_summary_location",
+    "approval.token_expired_current",
     # Not a hook but the fixtures' approval_ttl_seconds, which the shipped file leaves out.
     "approval.token_expired",
 }

@@ -92,6 +92,7 @@ def test_json_output_of_a_broken_server_exits_1_naming_the_failed_check(capsys, 
         "approval.token_summary_window",
         "approval.token_summary_provider",
         "approval.token_summary_location",
+        "approval.token_expired_current",
         "approval.token_expired",
         *CHECK_IDS,  # the toy keeps the token path: no confirmation through the host
         *FORMAT_2_CHECKS,  # the toy's own file is format 1

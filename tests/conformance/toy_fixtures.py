@@ -15,6 +15,7 @@ from typing import Any
 from osbp.conformance import Fixtures, reference_fixtures_path
 from osbp.conformance.all_day_checks import ALL_DAY_CHECKS
 from osbp.conformance.oracle_checks import ORACLE_CHECKS
+from osbp.conformance.summary_facts import OVERNIGHT_CHECKS
 
 __all__ = ["FORMAT_2_CHECKS", "format_1", "toy_fixtures", "write_toy_fixtures"]
 
@@ -23,6 +24,7 @@ FORMAT_2_CHECKS = frozenset(
     {
         *ORACLE_CHECKS,
         *ALL_DAY_CHECKS,
+        *OVERNIGHT_CHECKS,
         "status.native_unknown",
         "summary.fees_oracle",
         "prose.price_text",
@@ -34,7 +36,11 @@ FORMAT_2_CHECKS = frozenset(
 
 def format_1(raw: dict[str, Any]) -> dict[str, Any]:
     """A format-2 fixture document as format 1 wrote it: ids, roles and amounts, no oracle facts."""
-    old = {key: value for key, value in raw.items() if key not in ("fixture_format", "all_day", "slots")}
+    old = {
+        key: value
+        for key, value in raw.items()
+        if key not in ("fixture_format", "all_day", "slots", "policy_cases", "overnight")
+    }
     old["schedule"] = {"id": raw["schedule"]["id"], "has_coordinates": raw["schedule"]["has_coordinates"]}
     old["providers"] = {key: raw["providers"][key] for key in ("in_scope", "other")}
     kept = {"id", "price", "deposit", "method", "code", "pre_verification"}

@@ -386,6 +386,7 @@ class Toy:
     def summary(self, args: dict[str, Any], service: Service) -> str:
         """The approval summary, part by part; a `summary_without_<part>` break leaves that part out."""
         customer = args.get("customer") or {}
+        start = dt.datetime.fromisoformat(f"{args['date']}T{args['time']}")
         display = self.display(service)
         payment = {
             "deposit": f"A deposit of {service.currency} {service.deposit / 100:.2f} is required to book.",
@@ -413,6 +414,15 @@ class Toy:
             "fees": fees,
             "window": f"Free cancellation up to {service.window_minutes // 60} hours before the appointment.",
             "customer_name": f"The merchant will see the customer name {customer.get('display_name')}.",
+            # The facts of osbp.conformance.summary_facts (no break leaves them out).
+            "end": f"It ends at {(start + DURATION):%H:%M}, with {ORG['name']}.",
+            "terms": 'Its note: "Cancel at least 6 hours before the appointment." Arriving more than 15 '
+            "minutes late is a no-show." + (" The booking mandate does not cap these fees." if fees else ""),
+            "names": " ".join(
+                f"{label}: {customer[key]}."
+                for key, label in (("given_name", "Given name"), ("family_name", "Family name"))
+                if customer.get(key)
+            ),
         }
         dropped = {name.removeprefix("summary_without_") for name in self.breaks}
         return " ".join(text for name, text in parts.items() if text and name not in dropped)

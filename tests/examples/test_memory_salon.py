@@ -53,6 +53,7 @@ SKIPPED = {
     "approval.token_summary_window",
     "approval.token_summary_provider",
     "approval.token_summary_location",
+    "approval.token_expired_current",
     "approval.token_expired",
     *FORMAT_2_CHECKS,
 }
