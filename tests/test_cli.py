@@ -92,7 +92,7 @@ def _closure(requirements: list[str]) -> set[str]:
     from packaging.utils import canonicalize_name
 
     seen: set[str] = set()
-    pending = [(Requirement(text), ()) for text in requirements]
+    pending: list[tuple[Requirement, tuple[str, ...]]] = [(Requirement(text), ()) for text in requirements]
     while pending:
         requirement, extras = pending.pop()
         environment = {"extra": extras[0]} if extras else {"extra": ""}
