@@ -36,17 +36,14 @@ __all__ = [
     "CURRENCY_SPACING",
     "ISO4217_PUBLISHED",
     "MoneyError",
-    "compare_minor",
     "fixed_amount",
     "format_display",
-    "format_major",
     "is_fixed",
     "major_to_minor",
     "minor_to_major",
     "minor_unit_exponent",
     "money_from_major",
     "money_from_minor",
-    "same_currency",
 ]
 
 #: The publication date of the ISO 4217 list the exponents come from.
@@ -134,15 +131,6 @@ def minor_to_major(amount_minor: int, currency: str) -> Decimal | MoneyError:
     return Decimal(amount_minor).scaleb(-exponent)
 
 
-def format_major(amount_minor: int, currency: str) -> str | MoneyError:
-    """The plain major-unit string with exactly the exponent's decimals (``"95.00"``, ``"12000"``)."""
-    major = minor_to_major(amount_minor, currency)
-    if isinstance(major, MoneyError):
-        return major
-    exponent = minor_unit_exponent(currency) or 0
-    return f"{major:.{exponent}f}"
-
-
 def _space_symbol(text: str, symbol: str) -> str:
     # CLDR currencySpacing: currencyMatch [[:^S:]&[:^Z:]] next to surroundingMatch [[:digit:]].
     if text.startswith(symbol) and len(text) > len(symbol):
@@ -199,16 +187,3 @@ def is_fixed(money: Money) -> bool:
 def fixed_amount(money: Money) -> int | None:
     """The ``amount_minor`` of a fixed Money, else ``None``."""
     return money.amount_minor if is_fixed(money) else None
-
-
-def same_currency(a: Money, b: Money) -> bool:
-    """True when both amounts are in the same ISO 4217 currency (OSBP never converts)."""
-    return a.currency == b.currency
-
-
-def compare_minor(a: Money, b: Money) -> int:
-    """-1, 0 or 1 comparing two fixed, same-currency amounts; a cross-currency call is a bug (ValueError)."""
-    left, right = fixed_amount(a), fixed_amount(b)
-    if not same_currency(a, b) or left is None or right is None:
-        raise ValueError("compare_minor needs two fixed amounts in the same currency")
-    return (left > right) - (left < right)
