@@ -132,15 +132,13 @@ def minor_to_major(amount_minor: int, currency: str) -> Decimal | MoneyError:
 
 
 def _space_symbol(text: str, symbol: str) -> str:
-    # CLDR currencySpacing: currencyMatch [[:^S:]&[:^Z:]] next to surroundingMatch [[:digit:]].
-    if text.startswith(symbol) and len(text) > len(symbol):
+    # CLDR currencySpacing: currencyMatch [[:^S:]&[:^Z:]] next to surroundingMatch [[:digit:]]. The en
+    # currency pattern (¤#,##0.00) puts the symbol first and amounts are never negative, so the symbol's
+    # last character is the only edge that meets a digit.
+    if text.startswith(symbol):
         edge, digit = symbol[-1], text[len(symbol)]
         if digit.isdigit() and unicodedata.category(edge)[0] not in "SZ":
             return symbol + CURRENCY_SPACING + text[len(symbol) :]
-    if text.endswith(symbol) and len(text) > len(symbol):
-        edge, digit = symbol[0], text[-len(symbol) - 1]
-        if digit.isdigit() and unicodedata.category(edge)[0] not in "SZ":
-            return text[: -len(symbol)] + CURRENCY_SPACING + symbol
     return text
 
 
@@ -149,10 +147,10 @@ def _space_symbol(text: str, symbol: str) -> str:
 @lru_cache(maxsize=4096)
 def format_display(amount_minor: int, currency: str) -> str | None:
     """A CLDR ``en`` display hint (``$95.00``, ``¥12,000``, ``KWD 12.500``); ``None`` if unknown currency."""
-    major = minor_to_major(amount_minor, currency)
     exponent = minor_unit_exponent(currency)
-    if isinstance(major, MoneyError) or exponent is None:
+    if exponent is None:
         return None
+    major = Decimal(amount_minor).scaleb(-exponent)
     locale = Locale.parse(_DISPLAY_LOCALE)
     pattern = parse_pattern(locale.currency_formats["standard"].pattern)
     # The ISO exponent decides the decimals, not CLDR's own (sometimes different) currency digits.
