@@ -16,7 +16,7 @@ from osbp.conformance.payloads import CREATE, approval_token
 from osbp.conformance.probe import Probe
 from osbp.conformance.wire import Exchange
 
-__all__ = ["INPUT_CHECKS", "grade_impossible_inputs"]
+__all__ = ["INPUT_CHECKS", "grade_impossible_inputs", "refusal_problem"]
 
 #: Every check this module grades, in report order.
 INPUT_CHECKS = ("input.impossible_date", "input.impossible_time", "mandate.impossible_wall_clock")
@@ -31,7 +31,7 @@ def _impossible_day(year: int) -> str:
     return f"{year:04d}-02-30"
 
 
-def _refusal_problem(where: str, exchange: Exchange, code: str | None = None) -> str | None:
+def refusal_problem(where: str, exchange: Exchange, code: str | None = None) -> str | None:
     """Why `exchange` is not a refusal of malformed input (of `code` when given), or None."""
     if exchange.ok is not False or exchange.code is None:
         return f"{where}: expected a Problem, got {exchange.describe()}"
@@ -51,7 +51,7 @@ async def _grade(
         problems = []
         for where, tool, payload, code in cases:
             exchange = await probe.wire.call(tool, payload)
-            if problem := _refusal_problem(where, exchange, code):
+            if problem := refusal_problem(where, exchange, code):
                 problems.append(problem)
         expect(not problems, summarize(problems))
 
