@@ -72,12 +72,6 @@ async def grade_impossible_inputs(probe: Probe) -> None:
         "input.impossible_date",
         [
             (f"availability.find date {day}", _AVAILABILITY, {**find, "date": day}, None),
-            (
-                f"availability.find earliest_start {day}T09:00:00",
-                _AVAILABILITY,
-                {**find, "earliest_start": f"{day}T09:00:00"},
-                None,
-            ),
             (f"booking.create date {day}", CREATE, build.create(usd, date=day), None),
         ],
     )
