@@ -28,6 +28,7 @@ from osbp.conformance.elicitation_checks import grade_elicitation
 from osbp.conformance.envelope_checks import grade_envelopes, grade_rejections
 from osbp.conformance.fixtures import Fixtures
 from osbp.conformance.grading import CheckResult, Grader, StopGrading, Verdict
+from osbp.conformance.input_checks import grade_impossible_inputs
 from osbp.conformance.mandate_checks import grade_mandates
 from osbp.conformance.oracle_checks import grade_oracle
 from osbp.conformance.payloads import Payloads
@@ -259,6 +260,7 @@ async def run_battery(
             await grade_all_day(probe)
             await grade_bookings(probe)
             await grade_mandates(probe)
+            await grade_impossible_inputs(probe)
             await grade_expiry(probe, pending_expiry)
             await grade_current(probe, pending_current)
             grade_envelopes(grader, wire)

@@ -781,6 +781,25 @@ CATALOG: tuple[Check, ...] = (
         "input_hash and result_hash are SHA-256 of the RFC 8785 canonical redacted input and result",
         "Audit",
     ),
+    # Impossible dates and times (February 30, 25:00) in a request.
+    _c(
+        "input.impossible_date",
+        "availability.find and booking.create with an impossible date (February 30) are refused with a"
+        " non-retryable Problem, not internal_adapter_error",
+        "Time Discipline",
+    ),
+    _c(
+        "input.impossible_time",
+        "booking.create with an impossible time (25:00, 24:30) is refused with a non-retryable Problem, not"
+        " internal_adapter_error",
+        "Time Discipline",
+    ),
+    _c(
+        "mandate.impossible_wall_clock",
+        "a mandate earliest_start or expires_at on an impossible date (February 30) fails with"
+        " invalid_mandate",
+        "BookingMandate",
+    ),
 )
 
 #: The catalog keyed by id.

@@ -36,17 +36,14 @@ __all__ = [
     "CURRENCY_SPACING",
     "ISO4217_PUBLISHED",
     "MoneyError",
-    "compare_minor",
     "fixed_amount",
     "format_display",
-    "format_major",
     "is_fixed",
     "major_to_minor",
     "minor_to_major",
     "minor_unit_exponent",
     "money_from_major",
     "money_from_minor",
-    "same_currency",
 ]
 
 #: The publication date of the ISO 4217 list the exponents come from.
@@ -134,25 +131,14 @@ def minor_to_major(amount_minor: int, currency: str) -> Decimal | MoneyError:
     return Decimal(amount_minor).scaleb(-exponent)
 
 
-def format_major(amount_minor: int, currency: str) -> str | MoneyError:
-    """The plain major-unit string with exactly the exponent's decimals (``"95.00"``, ``"12000"``)."""
-    major = minor_to_major(amount_minor, currency)
-    if isinstance(major, MoneyError):
-        return major
-    exponent = minor_unit_exponent(currency) or 0
-    return f"{major:.{exponent}f}"
-
-
 def _space_symbol(text: str, symbol: str) -> str:
-    # CLDR currencySpacing: currencyMatch [[:^S:]&[:^Z:]] next to surroundingMatch [[:digit:]].
-    if text.startswith(symbol) and len(text) > len(symbol):
+    # CLDR currencySpacing: currencyMatch [[:^S:]&[:^Z:]] next to surroundingMatch [[:digit:]]. The en
+    # currency pattern (¤#,##0.00) puts the symbol first and amounts are never negative, so the symbol's
+    # last character is the only edge that meets a digit.
+    if text.startswith(symbol):
         edge, digit = symbol[-1], text[len(symbol)]
         if digit.isdigit() and unicodedata.category(edge)[0] not in "SZ":
             return symbol + CURRENCY_SPACING + text[len(symbol) :]
-    if text.endswith(symbol) and len(text) > len(symbol):
-        edge, digit = symbol[0], text[-len(symbol) - 1]
-        if digit.isdigit() and unicodedata.category(edge)[0] not in "SZ":
-            return text[: -len(symbol)] + CURRENCY_SPACING + symbol
     return text
 
 
@@ -161,10 +147,10 @@ def _space_symbol(text: str, symbol: str) -> str:
 @lru_cache(maxsize=4096)
 def format_display(amount_minor: int, currency: str) -> str | None:
     """A CLDR ``en`` display hint (``$95.00``, ``¥12,000``, ``KWD 12.500``); ``None`` if unknown currency."""
-    major = minor_to_major(amount_minor, currency)
     exponent = minor_unit_exponent(currency)
-    if isinstance(major, MoneyError) or exponent is None:
+    if exponent is None:
         return None
+    major = Decimal(amount_minor).scaleb(-exponent)
     locale = Locale.parse(_DISPLAY_LOCALE)
     pattern = parse_pattern(locale.currency_formats["standard"].pattern)
     # The ISO exponent decides the decimals, not CLDR's own (sometimes different) currency digits.
@@ -199,16 +185,3 @@ def is_fixed(money: Money) -> bool:
 def fixed_amount(money: Money) -> int | None:
     """The ``amount_minor`` of a fixed Money, else ``None``."""
     return money.amount_minor if is_fixed(money) else None
-
-
-def same_currency(a: Money, b: Money) -> bool:
-    """True when both amounts are in the same ISO 4217 currency (OSBP never converts)."""
-    return a.currency == b.currency
-
-
-def compare_minor(a: Money, b: Money) -> int:
-    """-1, 0 or 1 comparing two fixed, same-currency amounts; a cross-currency call is a bug (ValueError)."""
-    left, right = fixed_amount(a), fixed_amount(b)
-    if not same_currency(a, b) or left is None or right is None:
-        raise ValueError("compare_minor needs two fixed amounts in the same currency")
-    return (left > right) - (left < right)

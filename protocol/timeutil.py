@@ -36,8 +36,6 @@ __all__ = [
     "format_wall_clock",
     "has_offset",
     "instant_to_wall_clock",
-    "is_ambiguous",
-    "is_nonexistent",
     "load_zone",
     "minutes_to_duration",
     "parse_date",
@@ -142,22 +140,6 @@ def format_instant(value: datetime) -> str:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError("format_instant needs an aware datetime")
     return value.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _roundtrips(local: datetime, zone: tzinfo) -> bool:
-    aware = local.replace(tzinfo=zone)
-    return aware.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == local
-
-
-def is_nonexistent(local: datetime, zone: tzinfo) -> bool:
-    """True when the naive ``local`` falls in a DST gap of ``zone``."""
-    return not _roundtrips(local.replace(fold=0), zone)
-
-
-def is_ambiguous(local: datetime, zone: tzinfo) -> bool:
-    """True when the naive ``local`` occurs twice in ``zone`` (a repeated hour)."""
-    first, second = local.replace(tzinfo=zone, fold=0), local.replace(tzinfo=zone, fold=1)
-    return not is_nonexistent(local, zone) and first.utcoffset() != second.utcoffset()
 
 
 def resolve_local(local: datetime, zone: tzinfo) -> datetime:

@@ -208,6 +208,9 @@ class Toy:
             return self.answer({"ok": True, "value": value, **runtime})
         except Fail as failure:
             return self.answer({"ok": False, "problem": failure.problem})
+        except ValueError:  # an impossible date or time (February 30, 25:00) of the right shape
+            problem = {"code": "invalid_input", "message": "No such date or time.", "retryable": False}
+            return self.answer({"ok": False, "problem": problem})
 
     # --- platform facts --------------------------------------------------------------------------------
     def service(self, service_id: str | None) -> Service:

