@@ -301,4 +301,5 @@ def main(argv: Sequence[str]) -> int:
     finally:
         sock.close()
         app.state.runtime.db.dispose()
-    return 0
+    # The re-raised interrupt can be lost on the way out of the event loop: the stop was still a Ctrl-C.
+    return 130 if server.interrupted else 0

@@ -8,10 +8,11 @@ cleanly. It is a context manager and an async context manager.
 
 from __future__ import annotations
 
+import signal
 import socket
 import threading
 from collections.abc import Callable
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any
 
 import anyio.to_thread
@@ -35,6 +36,14 @@ class ReadyServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, on_ready: Callable[[], None]) -> None:
         super().__init__(config)
         self._on_ready = on_ready
+        #: Whether a SIGINT asked the stop: uvicorn re-raises it after its graceful shutdown, but on some
+        #: event loops (uvloop) that KeyboardInterrupt can be lost, so the caller reads this instead.
+        self.interrupted = False
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """Record an interrupt, then stop as uvicorn does."""
+        self.interrupted = self.interrupted or sig == signal.SIGINT
+        super().handle_exit(sig, frame)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         """Start serving, then announce readiness."""
