@@ -42,6 +42,7 @@ from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
 from osbp.server.compose import close_parts, compose
 from osbp.server.confirmation import ConfirmationPolicy
+from osbp.server.listening import ListenError
 from osbp.server.logs import configure_logging
 from osbp.server.purge import purging
 from osbp.server.settings import ServerSettings, describe, nest, settings_of
@@ -170,7 +171,7 @@ def _main_http(settings: ServerSettings) -> int:
         return _fail(parts)
     try:
         return anyio.run(http.serve_http, parts.adapter, parts.audit, settings)
-    except http.ListenError as error:
+    except ListenError as error:
         return _fail(f"--port {settings.http.port}: {error}; stop what holds it or choose another --port")
     except Exception:
         logger.exception("server_crashed")

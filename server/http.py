@@ -37,10 +37,8 @@ authorization; otherwise the server does not start.
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -76,6 +74,7 @@ from osbp.server.compose import close_parts
 from osbp.server.confirmation_page import ConfirmationSite
 from osbp.server.edge import RequestLimit, edge_protocol, raise_file_limit
 from osbp.server.jsonrpc import screen
+from osbp.server.listening import listen, url_host
 from osbp.server.purge import purging
 from osbp.server.remote_settings import is_loopback
 from osbp.server.settings import ServerSettings
@@ -84,10 +83,8 @@ from osbp.server.tools import dotted_name
 __all__ = [
     "HEALTH_PATH",
     "MCP_PATH",
-    "ListenError",
     "RequestGate",
     "build_app",
-    "listen",
     "page_origin",
     "refusal",
     "request_state_security",
@@ -302,27 +299,6 @@ def _site(settings: ServerSettings, state: StateBackend) -> ConfirmationSite | N
     return ConfirmationSite(ConfirmationPages(state, settings.clock(), settings.approval_ttl()), origin)
 
 
-class ListenError(Exception):
-    """The address cannot be listened on (in use, not this machine's): the one line that says so."""
-
-
-def listen(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host``:``port`` (``[::1]`` or ``::1`` for IPv6), or ListenError."""
-    bare = host.strip("[]")
-    try:
-        return socket.create_server(
-            (bare, port), family=socket.AF_INET6 if ":" in bare else socket.AF_INET, backlog=2048
-        )
-    except OSError as error:
-        reason = "the address is already in use" if error.errno == errno.EADDRINUSE else error.strerror
-        raise ListenError(f"cannot listen on {host}:{port}: {(reason or str(error)).lower()}") from None
-
-
-def _url_host(host: str) -> str:
-    bare = host.strip("[]")
-    return f"[{bare}]" if ":" in bare else bare
-
-
 async def _health(_: Request) -> Response:
     """``GET /health``: the process serves (no authorization, no platform call: liveness only)."""
     return JSONResponse({"status": "ok"})
@@ -446,7 +422,7 @@ async def serve_http(adapter: BookingAdapter, audit: AuditLog, settings: ServerS
         # Bound here, before serving: a busy port is the caller's one-line error (ListenError), and the
         # real port (--port 0) is known for the announcement; connections made meanwhile wait in the backlog.
         sock = listen(http.host, http.port)
-        url = f"http://{_url_host(http.host)}:{sock.getsockname()[1]}"
+        url = f"http://{url_host(http.host)}:{sock.getsockname()[1]}"
         where = {"url": url + MCP_PATH, "health": url + HEALTH_PATH, "audit": str(audit.path)}
         # stdout is free over HTTP (no MCP on it): one JSON line a parent or a person reads the address from.
         sys.stdout.write(json.dumps({"event": "ready", **where}) + "\n")

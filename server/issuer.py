@@ -19,10 +19,8 @@ others may read or write is refused, as ssh refuses such a private key. The issu
 from __future__ import annotations
 
 import argparse
-import errno
 import json
 import os
-import socket
 import stat
 import sys
 import time
@@ -35,6 +33,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from osbp.protocol.canonical import sha256_hex
+from osbp.server.listening import ListenError, listen, url_host
 from osbp.server.remote_settings import is_loopback
 
 __all__ = ["DEFAULT_ISSUER", "DevIssuer", "main"]
@@ -184,14 +183,12 @@ def _serve(issuer: DevIssuer, host: str, port: int) -> int:
         ]
     )
     # Listening first: a busy port is one line, and "serving" is said only once it is true.
-    bare = host.strip("[]")
     try:
-        sock = socket.create_server((bare, port), family=socket.AF_INET6 if ":" in bare else socket.AF_INET)
-    except OSError as error:
-        reason = "the address is already in use" if error.errno == errno.EADDRINUSE else error.strerror
-        return _fail(f"--port {port}: cannot listen on {host}:{port}: {(reason or str(error)).lower()}")
-    shown = f"[{bare}]" if ":" in bare else bare
-    sys.stderr.write(f"{PROG}: development issuer {issuer.issuer} serving on http://{shown}:{port}\n")
+        sock = listen(host, port)
+    except ListenError as error:
+        return _fail(f"--port {port}: {error}")
+    shown = f"http://{url_host(host)}:{port}"
+    sys.stderr.write(f"{PROG}: development issuer {issuer.issuer} serving on {shown}\n")
     config = uvicorn.Config(app, log_config=None, access_log=False)
     try:
         uvicorn.Server(config).run(sockets=[sock])
