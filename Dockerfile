@@ -7,15 +7,15 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /app
-# The distribution maps every top-level component folder into the osbp namespace, so all of them are copied.
+# The osbp namespace package has a part in the repository's osbp/ folder and one in each component folder.
 COPY pyproject.toml README.md LICENSE ./
 COPY osbp ./osbp
-COPY protocol ./protocol
-COPY backend ./backend
-COPY adapter ./adapter
-COPY server ./server
-COPY demo ./demo
-COPY conformance ./conformance
+COPY protocol/osbp ./protocol/osbp
+COPY backend/osbp ./backend/osbp
+COPY adapter/osbp ./adapter/osbp
+COPY server/osbp ./server/osbp
+COPY demo/osbp ./demo/osbp
+COPY conformance/osbp ./conformance/osbp
 # With the PostgreSQL driver: the compose file's `postgres` profile runs this image on PostgreSQL.
 RUN pip install --no-cache-dir '.[platform,postgres]' \
     && useradd --create-home --uid 10001 osbp \

@@ -36,9 +36,10 @@ $(TS_STAMP): $(TS_HOST)/package.json $(TS_HOST)/package-lock.json
 
 install: $(STAMP) $(TS_STAMP) ## Create .venv and install osbp with its dev extras (and the TS test host's packages)
 
-lint: install ## Ruff lint and formatting
+lint: install ## Ruff lint and formatting, and the import contracts between the components
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 typecheck: install ## Mypy (strict on source)
 	$(BIN)/mypy
@@ -85,4 +86,4 @@ mcp: install ## Run the MCP server over stdio (configure with OSBP_* variables)
 	$(BIN)/osbp mcp
 
 clean: ## Remove the virtual environment and caches
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis $(TS_HOST)/node_modules
+	rm -rf $(VENV) build .import_linter_cache .pytest_cache .mypy_cache .ruff_cache .hypothesis $(TS_HOST)/node_modules

@@ -78,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_usage())
         return 0
     if args[0] in {"-V", "--version"}:
-        from osbp import __version__
+        from osbp.version import __version__
 
         print(f"osbp {__version__}")
         return 0

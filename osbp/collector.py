@@ -4,7 +4,7 @@ An import of the MCP SDK, pydantic models, FastAPI or the seed creates hundreds 
 next to no garbage, so the collector's passes over them are pure start-up cost; frozen (``gc.freeze``),
 they are skipped by every later collection too, instead of being traversed by the first ones after the
 pause. One helper for the ``osbp`` command, the MCP server and the demo; the platform (which imports
-nothing of ours) has its own in ``backend/cli.py``.
+nothing of ours) has its own in ``osbp.backend.cli``.
 """
 
 from __future__ import annotations

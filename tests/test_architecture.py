@@ -17,9 +17,13 @@ has it today:
   only its ``--self`` target starts this project's platform (the same start-up API) and checks that this
   project's server is installed before launching it as a subprocess.
 
-``osbp`` itself (the distribution's root: version constants) may be imported by ``adapter``, ``server`` and
-``demo``; ``osbp.cli``, ``osbp.bench`` and ``tests`` sit outside the components and none of them imports
-those.
+``osbp.version`` (the version constants) may be imported by ``adapter``, ``server`` and ``demo``;
+``osbp.cli``, ``osbp.bench`` and ``tests`` sit outside the components and none of them imports those.
+
+A component's modules live in ``<component>/osbp/<component>/``; paths here are written from the component
+folder's package down (``server/compose.py`` is ``server/osbp/server/compose.py``). The same rule is also
+import-linter's contracts (``[tool.importlinter]`` in pyproject.toml, run by ``lint-imports``), which see the
+imports the interpreter resolves; this test also sees imports named by string literals.
 """
 
 from __future__ import annotations
@@ -33,8 +37,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 COMPONENTS = ("backend", "protocol", "adapter", "server", "demo", "conformance")
-#: The distribution's root package (`osbp/__init__.py`: version constants).
+#: The namespace package every component lives in.
 ROOT = "osbp"
+#: The root-level module of version constants (`osbp/version.py`).
+VERSION = "osbp.version"
 #: The root-level start-up helper the server and the demo share with the ``osbp`` command.
 COLLECTOR = "osbp.collector"
 #: The one server module that builds the adapter (the server's composition root).
@@ -55,9 +61,9 @@ SERVER_ENTRY = "server.cli"
 ALLOWED: dict[str, set[str]] = {
     "backend": {"backend"},
     "protocol": {"protocol"},
-    "adapter": {"protocol", "adapter", ROOT},
-    "server": {"protocol", "server", ROOT, COLLECTOR},
-    "demo": {"protocol", "adapter", "server", "demo", ROOT, COLLECTOR},
+    "adapter": {"protocol", "adapter", VERSION},
+    "server": {"protocol", "server", VERSION, COLLECTOR},
+    "demo": {"protocol", "adapter", "server", "demo", VERSION, COLLECTOR},
     "conformance": {"conformance"},
 }
 #: File -> the modules (and their submodules) it may import beyond its component's rule.
@@ -90,9 +96,15 @@ def _ours(module: str) -> str | None:
     return None
 
 
+def source_file(root: Path, path: str) -> Path:
+    """The file ``path`` (``component/module.py``, or ``osbp/...``) names under ``root``."""
+    component = path.partition("/")[0]
+    return root / component / ROOT / path if component in COMPONENTS else root / path
+
+
 def _is_module(root: Path, module: str) -> bool:
     """True when ``module`` (named as in our tree) is a module or package file under ``root``."""
-    target = root.joinpath(*module.split("."))
+    target = source_file(root, "/".join(module.split(".")))
     return target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()
 
 
@@ -104,7 +116,7 @@ def _string_argument(call: ast.Call) -> str | None:
 
 def imports_of(root: Path, path: str) -> Iterator[Import]:
     """Every module of ours that the file at ``path`` (relative to ``root``) imports."""
-    tree = ast.parse((root / path).read_text(encoding="utf-8"), filename=path)
+    tree = ast.parse(source_file(root, path).read_text(encoding="utf-8"), filename=path)
     # The file's package as the interpreter sees it (`osbp.adapter` for adapter/booking.py), for `from .`.
     package = [ROOT, *Path(path).parts[:-1]]
     for node in ast.walk(tree):
@@ -119,6 +131,8 @@ def imports_of(root: Path, path: str) -> Iterator[Import]:
                 submodule = _ours(f"{base}.{alias.name}")
                 if submodule is not None and _is_module(root, submodule):
                     named.append(submodule)
+            if base == ROOT and len(named) > 1:  # the namespace package itself holds nothing to import
+                named = named[1:]
         elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith(
             ("import_module", "find_spec", "__import__")
         ):
@@ -144,8 +158,9 @@ def violations(root: Path) -> list[str]:
     """Every import under ``root``'s component folders that breaks the rule, as ``path:line: message``."""
     found = []
     for component in COMPONENTS:
-        for file in sorted((root / component).rglob("*.py")):
-            path = file.relative_to(root).as_posix()
+        source = root / component / ROOT
+        for file in sorted(source.rglob("*.py")):
+            path = file.relative_to(source).as_posix()
             for imported in imports_of(root, path):
                 allowed = _component(imported.module) in ALLOWED[component]
                 if not (allowed or _within(imported.module, EXCEPTIONS.get(path, set()))):
@@ -161,16 +176,16 @@ def test_every_component_imports_only_what_the_architecture_allows():
 def test_the_named_exception_files_exist():
     """Platform choice: each exception names a real file, so a rename cannot silently widen the rule."""
     for path in EXCEPTIONS:
-        assert (REPO / path).is_file(), path
+        assert source_file(REPO, path).is_file(), path
 
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
-    """A copy of the layout (components, the root package and its bench package) with the given files."""
-    for package in (*COMPONENTS, ROOT, f"{ROOT}/bench"):
-        (tmp_path / package).mkdir(parents=True, exist_ok=True)
-        (tmp_path / package / "__init__.py").write_text("", encoding="utf-8")
+    """A copy of the layout (components, the root folder's bench package) with the given files."""
+    for package in (*COMPONENTS, f"{ROOT}/bench"):
+        source_file(tmp_path, package).mkdir(parents=True, exist_ok=True)
+        source_file(tmp_path, f"{package}/__init__.py").write_text("", encoding="utf-8")
     for path, source in files.items():
-        (tmp_path / path).write_text(source, encoding="utf-8")
+        source_file(tmp_path, path).write_text(source, encoding="utf-8")
     return tmp_path
 
 
@@ -260,6 +275,6 @@ def test_the_check_lets_the_composition_root_and_the_platform_starters_through(t
         COMPOSITION_ROOT: "import importlib\nimportlib.import_module('osbp.adapter')\n",
         "demo/stack.py": "from osbp.backend.serving import PlatformServer\n",
         SELF_TARGET: "import importlib.util\nimportlib.util.find_spec('osbp.server.cli')\n",
-        "adapter/upstream.py": "from osbp import OSBP_VERSION\n",
+        "adapter/upstream.py": "from osbp.version import OSBP_VERSION\n",
     }
     assert violations(_tree(tmp_path, files)) == []

@@ -55,8 +55,11 @@ def test_dockerfile_builds_the_platform_command_it_runs():
     assert "\nFROM python:3.11" in dockerfile
     assert "EXPOSE 8400" in dockerfile
     assert 'CMD ["osbp", "backend"' in dockerfile
-    for folder in ("osbp", "protocol", "backend", "adapter", "server", "demo", "conformance"):
-        assert f"COPY {folder} ./{folder}" in dockerfile
+    for part in (
+        "osbp",
+        *(f"{c}/osbp" for c in ("protocol", "backend", "adapter", "server", "demo", "conformance")),
+    ):
+        assert f"COPY {part} ./{part}" in dockerfile
 
 
 def test_the_file_keeps_to_keys_every_compose_tool_reads():

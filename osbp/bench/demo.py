@@ -88,7 +88,7 @@ def run(*, demo_runs: int, replay_runs: int, against: Path | None = None) -> dic
     samples: dict[str, list[tuple[float, float]]] = {"this": [], "against": []}
     with tempfile.TemporaryDirectory(prefix="osbp-bench-demo-") as workdir:
         arguments = [
-            "-m", "osbp", "demo", "--now", format_instant(GALLERY_NOW),
+            "-P", "-m", "osbp", "demo", "--now", format_instant(GALLERY_NOW),
             "--audit-log", str(Path(workdir) / "audit.jsonl"),
         ]  # fmt: skip
         for _ in range(demo_runs):
@@ -99,7 +99,7 @@ def run(*, demo_runs: int, replay_runs: int, against: Path | None = None) -> dic
                 samples["against"].append(_timed_cpu([python, *arguments], cwd=against))
     replay_times = (
         [
-            _timed([sys.executable, "-m", "osbp", "traces", "replay", *map(str, traces)])
+            _timed([sys.executable, "-P", "-m", "osbp", "traces", "replay", *map(str, traces)])
             for _ in range(replay_runs)
         ]
         if traces

@@ -124,7 +124,9 @@ def server_params(base_url: str, workdir: Path) -> StdioServerParameters:
         # The platform's frozen instant: the bench mandate must not expire when the real date passes it.
         "OSBP_NOW": NOW.isoformat(),
     }
-    return StdioServerParameters(command=sys.executable, args=["-m", "osbp.server"], env=env, cwd=workdir)
+    return StdioServerParameters(
+        command=sys.executable, args=["-P", "-m", "osbp.server"], env=env, cwd=workdir
+    )
 
 
 @contextmanager

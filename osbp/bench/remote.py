@@ -94,7 +94,7 @@ def replica(
         | settings
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "osbp", "mcp"], env=env, cwd=workdir, stdin=subprocess.DEVNULL,
+        [sys.executable, "-P", "-m", "osbp", "mcp"], env=env, cwd=workdir, stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:

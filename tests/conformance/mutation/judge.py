@@ -28,6 +28,7 @@ from osbp.conformance import (
 from osbp.conformance.self_target import SELF_APPROVAL_TTL_SECONDS
 from tests.conformance.mutants.harness import battery_hooks
 from tests.conformance.mutants.platform import run_base_url
+from tests.support.paths import python_path
 
 __all__ = ["PLATFORM_ENV", "main"]
 
@@ -50,7 +51,7 @@ async def _grade(platform_url: str, tree: Path) -> int:
                 "OSBP_AUDIT_LOG_PATH": str(audit_log),
                 "OSBP_APPROVAL_TTL_SECONDS": str(SELF_APPROVAL_TTL_SECONDS),
                 # The mutated module is imported from this tree, and never from a stale bytecode cache.
-                "PYTHONPATH": str(tree),
+                "PYTHONPATH": python_path(tree),
                 "PYTHONDONTWRITEBYTECODE": "1",
             }
         )

@@ -19,9 +19,12 @@ from tests.conformance.mutation.exempt import exempt_reason
 if TYPE_CHECKING:
     from cosmic_ray.work_db import WorkDB
 
-__all__ = ["MODULES", "SELECTED", "SKIP_PREFIX", "config_toml", "skip_unselected"]
+__all__ = [
+    "MODULES", "SELECTED", "SKIP_PREFIX", "config_toml", "module_name", "skip_unselected", "source_path",
+]  # fmt: skip
 
-#: The rule modules and the adapter's translation, relative to the repository root, in report order.
+#: The rule modules and the adapter's translation, in report order, each named ``component/module.py``: the
+#: file ``component/osbp/component/module.py`` (:func:`source_path`), as the decisions and the table name it.
 MODULES: tuple[str, ...] = (
     "protocol/mandate.py",
     "protocol/approval.py",
@@ -48,11 +51,24 @@ SELECTED = re.compile(
 SKIP_PREFIX = "not mutated: "
 
 
+def source_path(module: str) -> str:
+    """The file, relative to the repository root, of a module named as in :data:`MODULES`."""
+    component, _, name = module.partition("/")
+    return f"{component}/osbp/{component}/{name}"
+
+
+def module_name(path: str) -> str:
+    """The :data:`MODULES` name of the file at ``path`` (relative to the repository root)."""
+    component, _, rest = path.partition("/")
+    prefix = f"osbp/{component}/"
+    return f"{component}/{rest.removeprefix(prefix)}" if rest.startswith(prefix) else path
+
+
 def config_toml(
     *, modules: tuple[str, ...], test_command: str, timeout: float, worker_urls: list[str]
 ) -> str:
     """The Cosmic Ray configuration of one run (module paths relative to each worker's tree)."""
-    paths = ", ".join(f'"{module}"' for module in modules)
+    paths = ", ".join(f'"{source_path(module)}"' for module in modules)
     urls = ", ".join(f'"{url}"' for url in worker_urls)
     return (
         "[cosmic-ray]\n"

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from tests.conformance.mutants.platform import shared_platform
 from tests.conformance.mutation.judge import PLATFORM_ENV
+from tests.conformance.mutation.plan import source_path
 from tests.conformance.mutation.score import Decision
 
 __all__ = ["Verdict", "locate", "rejudge"]
@@ -85,7 +86,7 @@ def _copy(tree: Path) -> Path:
 
 
 def _judge(decision: Decision, tree: Path, env: dict[str, str]) -> Verdict:
-    path = tree / decision.module
+    path = tree / source_path(decision.module)
     source = path.read_text(encoding="utf-8")
     mutated = locate(source, decision)
     if mutated is None:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.conformance.mutation.plan import module_name
+
 __all__ = [
     "Decision",
     "Key",
@@ -127,7 +129,8 @@ def read_session(path: Path, root: Path) -> list[Mutant]:
         nth = seen[group]
         seen[group] += 1
         outcome = _outcome(worker, test, output)
-        mutants.append(Mutant(module, operator, function, row, before, after, outcome, output or "", nth))
+        name = module_name(module)
+        mutants.append(Mutant(name, operator, function, row, before, after, outcome, output or "", nth))
     return mutants
 
 

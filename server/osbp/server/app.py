@@ -25,7 +25,6 @@ from mcp.types import (
     PaginatedRequestParams,
 )
 
-from osbp import __version__
 from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.confirmation_rounds import ConfirmationRounds
 from osbp.protocol.contract import BookingAdapter
@@ -38,6 +37,7 @@ from osbp.server.audit import AuditLog
 from osbp.server.confirmation import ConfirmationPolicy, confirmer_for
 from osbp.server.dispatch import ToolDispatcher, new_audit_id
 from osbp.server.tools import TOOL_DEFINITIONS, mcp_tools
+from osbp.version import __version__
 
 if TYPE_CHECKING:  # the page is served over HTTP only: stdio never imports it
     from osbp.server.confirmation_page import ConfirmationSite

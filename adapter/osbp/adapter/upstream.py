@@ -39,13 +39,13 @@ from urllib.parse import quote
 import anyio
 import httpx2
 
-from osbp import OSBP_VERSION, __version__
 from osbp.adapter.http11 import Http11Transport
 from osbp.adapter.retry import RETRIED_STATUSES, RetryPolicy, retry_after_seconds
 from osbp.adapter.settings import AdapterSettings
 from osbp.protocol.contact_shapes import is_contact_shaped
 from osbp.protocol.models import PlatformIdentity, UpstreamMeta
 from osbp.protocol.upstream import reserve_upstream
+from osbp.version import OSBP_VERSION, __version__
 
 __all__ = [
     "ADAPTER_NAME",

@@ -73,7 +73,12 @@ def _free_port() -> int:
 def _osbp(*args: str, env: dict[str, str], cwd: str) -> str:
     """Run `python -m osbp ...` to completion; its stdout."""
     done = subprocess.run(  # noqa: S603 - this interpreter running this project's own command
-        [sys.executable, "-m", "osbp", *args], capture_output=True, text=True, env=env, cwd=cwd, check=True
+        [sys.executable, "-P", "-m", "osbp", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        check=True,
     )
     return done.stdout.strip()
 
@@ -99,7 +104,7 @@ def _http_server(env: dict[str, str], state: str, organization_id: str) -> Itera
     }
     with open(Path(state) / "server.stderr", "wb") as errlog:
         process = subprocess.Popen(
-            [sys.executable, "-m", "osbp", "mcp"], env=http_env, cwd=state, stdin=subprocess.DEVNULL,
+            [sys.executable, "-P", "-m", "osbp", "mcp"], env=http_env, cwd=state, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=errlog,
         )  # fmt: skip
     try:
@@ -154,7 +159,7 @@ def self_target(settings: BackendSettings | None = None, *, transport: str = "st
             }
         )
         with ExitStack() as stack:
-            target = ServerTarget(command=(sys.executable, "-m", "osbp", "mcp"), env=env)
+            target = ServerTarget(command=(sys.executable, "-P", "-m", "osbp", "mcp"), env=env)
             if transport == "streamable-http":
                 target = stack.enter_context(_http_server(env, state, organization_id))
             yield SelfTarget(

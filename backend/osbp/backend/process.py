@@ -104,7 +104,7 @@ class PlatformProcess:
         for name, value in settings.items():
             if value is not None:
                 env[f"OSBP_BACKEND_{name.upper()}"] = _env_value(value)
-        command = [sys.executable, "-m", "osbp", "backend"]
+        command = [sys.executable, "-P", "-m", "osbp", "backend"]
         with ExitStack() as stack:
             stderr: Any = subprocess.DEVNULL
             if self.errlog is not None:

@@ -178,7 +178,7 @@ async def osbp_server(
     With ``host`` the client declares form elicitation: the user confirms bookings in that dialog.
     """
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "osbp.server"], env=config.environment()
+        command=sys.executable, args=["-P", "-m", "osbp.server"], env=config.environment()
     )
     async with (
         stdio_client(params, errlog=errlog) as (read, write),
