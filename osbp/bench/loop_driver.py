@@ -55,6 +55,7 @@ from osbp.protocol.models import (
     PolicyExplainInput,
     ServiceDescribeInput,
 )
+from osbp.protocol.problems import ProblemCode
 
 __all__ = [
     "DAY",
@@ -267,7 +268,7 @@ async def _in_process(base_url: str, platform_pid: int, loops: int, warmup: int,
     async def run_step(name: str, arguments: dict[str, Any]) -> tuple[str, str]:
         result = await calls[name](arguments)
         if isinstance(result, Failure):
-            if name != "create_gated" or result.problem.code != "requires_user_confirmation":
+            if name != "create_gated" or result.problem.code != ProblemCode.REQUIRES_USER_CONFIRMATION:
                 raise RuntimeError(f"{name} failed: {result.problem!r}")
             return result.problem.model_dump_json(exclude_none=True), result.problem.message
         if not isinstance(result, Success):
