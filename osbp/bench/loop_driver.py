@@ -56,6 +56,7 @@ from osbp.protocol.models import (
     ServiceDescribeInput,
 )
 from osbp.protocol.problems import ProblemCode
+from osbp.server.settings import ServerSettings, environment
 
 __all__ = [
     "DAY",
@@ -117,15 +118,22 @@ def _approved(key: str, challenge_message: str) -> dict[str, Any]:
 
 def server_params(base_url: str, workdir: Path) -> StdioServerParameters:
     """The stdio client's ``python -m osbp.server`` (this interpreter's checkout), state in ``workdir``."""
-    env = {
-        "OSBP_PLATFORM_BASE_URL": base_url,
-        "OSBP_ORGANIZATION_ID": ORGANIZATION,
-        "OSBP_STATE_PATH": str(workdir / "state.sqlite3"),
-        "OSBP_AUDIT_LOG_PATH": str(workdir / "audit" / "events.jsonl"),
-        # The platform's frozen instant: the bench mandate must not expire when the real date passes it.
-        "OSBP_NOW": NOW.isoformat(),
-    }
+    env = environment(server_settings(base_url, workdir))
     return StdioServerParameters(command=sys.executable, args=["-m", "osbp.server"], env=env, cwd=workdir)
+
+
+def server_settings(
+    base_url: str, workdir: Path, *, state_path: Path | None = None, **fields: Any
+) -> ServerSettings:
+    """The bench server's settings (``fields``: more of them), as :func:`environment` passes them on."""
+    adapter = AdapterSettings.model_construct(
+        platform_base_url=base_url,
+        organization_id=ORGANIZATION,
+        state_path=state_path or workdir / "state.sqlite3",
+    )
+    # ``now``: the platform's frozen instant, so the bench mandate does not expire when the date passes it.
+    given: dict[str, Any] = {"audit_log_path": workdir / "audit" / "events.jsonl", "now": NOW} | fields
+    return ServerSettings.model_construct(adapter=adapter, **given)
 
 
 @contextmanager
