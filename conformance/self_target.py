@@ -32,7 +32,7 @@ from osbp.backend.settings import BackendSettings
 from osbp.conformance.fixtures import load_fixtures, reference_fixtures_path
 from osbp.conformance.wire import ServerTarget, server_env
 
-__all__ = ["SelfTarget", "self_target"]
+__all__ = ["SelfTarget", "self_target", "server_variables"]
 
 #: The platform's test-only hooks, relative to its base URL (docs/backend-api.md).
 ARM_PATH = "/_testing/arm"
@@ -79,7 +79,7 @@ def _osbp(*args: str, env: dict[str, str], cwd: str) -> str:
     return done.stdout.strip()
 
 
-def _server_variables(base_url: str, organization_id: str, state: Path, audit_log: Path) -> dict[str, str]:
+def server_variables(base_url: str, organization_id: str, state: Path, audit_log: Path) -> dict[str, str]:
     """The graded server's `OSBP_*` variables, named by its settings object (imported only for `--self`:
     the battery itself never loads the server)."""
     from osbp.adapter.settings import AdapterSettings
@@ -107,7 +107,7 @@ def _http_server(env: dict[str, str], state: str, organization_id: str) -> Itera
         "auth", "--state-dir", state, "token", "--scope", scopes, "--org", organization_id, "--audience", url,
         env=env, cwd=state,
     )  # fmt: skip
-    from osbp.server.remote_settings import HttpSettings, OAuthSettings  # deferred: see _server_variables
+    from osbp.server.remote_settings import HttpSettings, OAuthSettings  # deferred: see server_variables
     from osbp.server.settings import ServerSettings, environment
 
     remote = ServerSettings.model_construct(
@@ -163,7 +163,7 @@ def self_target(settings: BackendSettings | None = None, *, transport: str = "st
         audit_log = Path(state) / "audit" / "events.jsonl"
         # The server reads `OSBP_*` variables (platform base URL, organization, state file, audit log);
         # the state lives in a throwaway directory so a battery run never touches the developer's `.osbp/`.
-        env = server_env(_server_variables(base_url, organization_id, Path(state) / "state.db", audit_log))
+        env = server_env(server_variables(base_url, organization_id, Path(state) / "state.db", audit_log))
         with ExitStack() as stack:
             target = ServerTarget(command=(sys.executable, "-m", "osbp", "mcp"), env=env)
             if transport == "streamable-http":
