@@ -14,8 +14,9 @@ has it today:
   (``backend.serving``, ``backend.settings``, ``backend.listening``) only in the module that starts the
   platform in-process;
 - ``conformance`` imports only ``conformance``: it knows OSBP from the wire alone, like any outside grader;
-  only its ``--self`` target starts this project's platform (the same start-up API) and checks that this
-  project's server is installed before launching it as a subprocess.
+  only its ``--self`` target starts this project's platform (the same start-up API), checks that this
+  project's server is installed before launching it as a subprocess, and names the variables it gives
+  that server by the server's settings object.
 
 ``osbp.version`` (the version constants) may be imported by ``adapter``, ``server`` and ``demo``;
 ``osbp.cli``, ``osbp.bench`` and ``tests`` sit outside the components and none of them imports those.
@@ -56,6 +57,8 @@ PLATFORM_STARTUP_API = ("backend.serving", "backend.settings", "backend.listenin
 #: ``--self`` checks that this project's MCP server is installed (``find_spec``), then launches it.
 SELF_TARGET = "conformance/self_target.py"
 SERVER_ENTRY = "server.cli"
+#: The settings models ``--self`` builds its server's environment from (``environment``).
+SERVER_SETTINGS_API = ("server.settings", "server.remote_settings", "adapter.settings")
 
 #: Component -> the components it may import anywhere in it.
 ALLOWED: dict[str, set[str]] = {
@@ -75,6 +78,8 @@ EXCEPTIONS: dict[str, set[str]] = {
 for _starter in PLATFORM_STARTERS:
     EXCEPTIONS[_starter] = set(PLATFORM_STARTUP_API)
 EXCEPTIONS[SELF_TARGET].add(SERVER_ENTRY)
+#: ``--self`` names the variables it gives this project's server by the server's settings object.
+EXCEPTIONS[SELF_TARGET].update(SERVER_SETTINGS_API)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ from osbp.protocol.models import (
 )
 from osbp.protocol.money import MoneyError, money_from_major
 from osbp.protocol.port import BookingRequest, Offer
-from osbp.protocol.problems import INVALID_CUSTOMER, UPSTREAM_UNAVAILABLE, ProblemCode, problem
+from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.protocol.timeutil import (
     format_wall_clock,
     minutes_to_duration,
@@ -252,11 +252,11 @@ DEFAULT_SCHEDULE_ID = "memory_salon_loop"
 #: The platform's error names as OSBP Problems (one table; any other failure is internal_adapter_error).
 _ERRORS: dict[str, Problem] = {
     "unavailable": problem(
-        UPSTREAM_UNAVAILABLE, "The salon's booking system is unavailable.", retryable=True
+        ExtensionCode.UPSTREAM_UNAVAILABLE, "The salon's booking system is unavailable.", retryable=True
     ),
-    "no_such_service": problem("service_not_found", "The salon offers no service with this id."),
-    "no_such_location": problem("schedule_not_found", "The salon has no schedule with this id."),
-    "no_such_stylist": problem("provider_not_found", "The salon has no provider with this id."),
+    "no_such_service": problem(ExtensionCode.SERVICE_NOT_FOUND, "The salon offers no service with this id."),
+    "no_such_location": problem(ExtensionCode.SCHEDULE_NOT_FOUND, "The salon has no schedule with this id."),
+    "no_such_stylist": problem(ExtensionCode.PROVIDER_NOT_FOUND, "The salon has no provider with this id."),
     "no_such_appointment": problem(ProblemCode.BOOKING_NOT_FOUND),
     "stylist_busy": problem(ProblemCode.SLOT_TAKEN),
     "code_required": problem(ProblemCode.REQUIRES_VERIFICATION),
@@ -406,7 +406,9 @@ class SalonAdapter:
     async def find_availability(self, inp: AvailabilityFindInput) -> AdapterResult[list[Slot]]:
         """availability.find: the salon's context, the service and its openings on the date."""
         if parse_date(inp.date) is None:
-            return Failure(problem("invalid_input", "date must be a merchant-local date YYYY-MM-DD."))
+            return Failure(
+                problem(ExtensionCode.INVALID_INPUT, "date must be a merchant-local date YYYY-MM-DD.")
+            )
         service_id, schedule_id = inp.service_id or DEFAULT_SERVICE_ID, inp.schedule_id or DEFAULT_SCHEDULE_ID
         read = self._read(service_id)
         if isinstance(read, Problem):
@@ -427,10 +429,14 @@ class SalonAdapter:
         purpose = inp.purpose or f"booking:{ORGANIZATION_ID}"
         if purpose != f"booking:{ORGANIZATION_ID}":
             message = f"The verification purpose must be booking:{ORGANIZATION_ID}."
-            return Failure(problem("invalid_verification_purpose", message))
+            return Failure(problem(ExtensionCode.INVALID_VERIFICATION_PURPOSE, message))
         phone = (inp.customer or Customer()).phone
         if not phone:
-            return Failure(problem(INVALID_CUSTOMER, "The salon verifies by SMS; give the customer's phone."))
+            return Failure(
+                problem(
+                    ExtensionCode.INVALID_CUSTOMER, "The salon verifies by SMS; give the customer's phone."
+                )
+            )
         sent = _answer("POST /verifications", self.book.send_code(phone))
         if isinstance(sent, Problem):
             return Failure(sent)
@@ -443,14 +449,18 @@ class SalonAdapter:
             "appointment. Pass the customer's code to booking.create as verification_code instead. "
             "No platform call was made."
         )
-        return Failure(problem("pre_verification_not_supported", message))
+        return Failure(problem(ExtensionCode.PRE_VERIFICATION_NOT_SUPPORTED, message))
 
     async def resolve_booking(self, request: BookingRequest) -> Offer | Problem:
         """booking.create's facts as the salon reports them now (reads only)."""
         inp = request.input
         read = self._read(inp.service_id)
         if isinstance(read, Problem):
-            return Offer(None, None, None, not_offered=read) if read.code == "service_not_found" else read
+            return (
+                Offer(None, None, None, not_offered=read)
+                if read.code == ExtensionCode.SERVICE_NOT_FOUND
+                else read
+            )
         openings = self._openings(inp.service_id, inp.schedule_id, request.date, inp.provider_id or None)
         if isinstance(openings, Problem) and openings.code not in _NOT_FOUND:
             return openings  # the platform failed: no verdict about the slot

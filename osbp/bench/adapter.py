@@ -38,6 +38,7 @@ from osbp.protocol.clock import FixedClock
 from osbp.protocol.contract import Failure, Success
 from osbp.protocol.core import OsbpCore
 from osbp.protocol.models import Approval, BookingCreateInput, BookingMandate, Customer, Money
+from osbp.protocol.problems import ProblemCode
 from osbp.protocol.upstream import capture_upstream
 
 __all__ = ["add_arguments", "report", "run"]
@@ -75,7 +76,7 @@ async def _attempt(adapter: OsbpCore, key: str) -> tuple[float, float, list[str]
     started = time.perf_counter()
     challenge = await adapter.create_booking(inp)
     preflight = time.perf_counter() - started
-    if not isinstance(challenge, Failure) or challenge.problem.code != "requires_user_confirmation":
+    if not isinstance(challenge, Failure) or challenge.problem.code != ProblemCode.REQUIRES_USER_CONFIRMATION:
         raise RuntimeError(f"preflight did not challenge: {challenge!r}")
     match = APPROVAL_TOKEN_PATTERN.search(challenge.problem.message)
     if match is None:

@@ -164,9 +164,7 @@ async def run(held: int, requests: int, sources: int) -> dict[str, Any]:
         jwks = root / "jwks.json"
         jwks.write_text(json.dumps(issuer.jwks()), encoding="utf-8")
         # tools/list never reaches the platform: a closed port stands in for it.
-        with replica(
-            "http://127.0.0.1:9", root, root / "state.db", jwks, "edge", OSBP_HTTP_MAX_CONNECTIONS="200"
-        ) as url:
+        with replica("http://127.0.0.1:9", root, root / "state.db", jwks, "edge", max_connections=200) as url:
             audience = "http://127.0.0.1:8500/mcp"  # the replica's resource URL
             token = issuer.token(
                 subject="bench", audience=audience, scopes=SCOPES, organizations=["*"], ttl_s=3600

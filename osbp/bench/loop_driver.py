@@ -55,6 +55,8 @@ from osbp.protocol.models import (
     PolicyExplainInput,
     ServiceDescribeInput,
 )
+from osbp.protocol.problems import ProblemCode
+from osbp.server.settings import ServerSettings, environment
 
 __all__ = [
     "DAY",
@@ -116,17 +118,24 @@ def _approved(key: str, challenge_message: str) -> dict[str, Any]:
 
 def server_params(base_url: str, workdir: Path) -> StdioServerParameters:
     """The stdio client's ``python -m osbp.server`` (this interpreter's checkout), state in ``workdir``."""
-    env = {
-        "OSBP_PLATFORM_BASE_URL": base_url,
-        "OSBP_ORGANIZATION_ID": ORGANIZATION,
-        "OSBP_STATE_PATH": str(workdir / "state.sqlite3"),
-        "OSBP_AUDIT_LOG_PATH": str(workdir / "audit" / "events.jsonl"),
-        # The platform's frozen instant: the bench mandate must not expire when the real date passes it.
-        "OSBP_NOW": NOW.isoformat(),
-    }
+    env = environment(server_settings(base_url, workdir))
     return StdioServerParameters(
         command=sys.executable, args=["-P", "-m", "osbp.server"], env=env, cwd=workdir
     )
+
+
+def server_settings(
+    base_url: str, workdir: Path, *, state_path: Path | None = None, **fields: Any
+) -> ServerSettings:
+    """The bench server's settings (``fields``: more of them), as :func:`environment` passes them on."""
+    adapter = AdapterSettings.model_construct(
+        platform_base_url=base_url,
+        organization_id=ORGANIZATION,
+        state_path=state_path or workdir / "state.sqlite3",
+    )
+    # ``now``: the platform's frozen instant, so the bench mandate does not expire when the date passes it.
+    given: dict[str, Any] = {"audit_log_path": workdir / "audit" / "events.jsonl", "now": NOW} | fields
+    return ServerSettings.model_construct(adapter=adapter, **given)
 
 
 @contextmanager
@@ -269,7 +278,7 @@ async def _in_process(base_url: str, platform_pid: int, loops: int, warmup: int,
     async def run_step(name: str, arguments: dict[str, Any]) -> tuple[str, str]:
         result = await calls[name](arguments)
         if isinstance(result, Failure):
-            if name != "create_gated" or result.problem.code != "requires_user_confirmation":
+            if name != "create_gated" or result.problem.code != ProblemCode.REQUIRES_USER_CONFIRMATION:
                 raise RuntimeError(f"{name} failed: {result.problem!r}")
             return result.problem.model_dump_json(exclude_none=True), result.problem.message
         if not isinstance(result, Success):

@@ -42,12 +42,22 @@ from rich.table import Table
 
 from osbp.backend.process import PlatformProcess
 from osbp.bench.latency import latency_ms
-from osbp.bench.loop_driver import NOW, ORGANIZATION, PROVIDER, SCHEDULE, SERVICE, server_params
+from osbp.bench.loop_driver import (
+    NOW,
+    ORGANIZATION,
+    PROVIDER,
+    SCHEDULE,
+    SERVICE,
+    server_params,
+    server_settings,
+)
 from osbp.bench.mcp import per_tool
 from osbp.bench.options import Options, count
 from osbp.bench.results import publish
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.server.issuer import DevIssuer
+from osbp.server.remote_settings import HttpSettings, OAuthSettings
+from osbp.server.settings import environment
 
 __all__ = ["add_arguments", "replica", "report", "run"]
 
@@ -73,26 +83,22 @@ def _platform() -> Iterator[PlatformProcess]:
 
 @contextmanager
 def replica(
-    base_url: str, workdir: Path, state: Path, jwks: Path, name: str, **settings: str
+    base_url: str, workdir: Path, state: Path, jwks: Path, name: str, *, max_connections: int = 1000
 ) -> Iterator[str]:
-    """One ``osbp mcp --transport streamable-http`` process (``settings``: more ``OSBP_*`` variables); its
-    URL once it listens."""
+    """One ``osbp mcp --transport streamable-http`` process; its URL once it listens."""
     port = _free_port()
-    env = (
-        dict(server_params(base_url, workdir).env or {})
-        | {
-            "PATH": os.environ.get("PATH", ""),
-            "OSBP_TRANSPORT": "streamable-http",
-            "OSBP_HTTP_PORT": str(port),
-            "OSBP_STATE_PATH": str(state),
-            "OSBP_AUDIT_LOG_PATH": str(workdir / f"{name}-audit.jsonl"),
-            "OSBP_AUTH_ISSUER": ISSUER,
-            "OSBP_AUTH_JWKS": str(jwks),
-            "OSBP_AUTH_RESOURCE_URL": "http://127.0.0.1:8500/mcp",
-            "OSBP_HTTP_MAX_CONNECTIONS": "1000",
-        }
-        | settings
+    settings = server_settings(
+        base_url,
+        workdir,
+        state_path=state,
+        transport="streamable-http",
+        audit_log_path=workdir / f"{name}-audit.jsonl",
+        http=HttpSettings.model_construct(port=port, max_connections=max_connections),
+        auth=OAuthSettings.model_construct(
+            issuer=ISSUER, jwks=str(jwks), resource_url="http://127.0.0.1:8500/mcp"
+        ),
     )
+    env = environment(settings) | {"PATH": os.environ.get("PATH", "")}
     process = subprocess.Popen(
         [sys.executable, "-P", "-m", "osbp", "mcp"], env=env, cwd=workdir, stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -10,8 +10,10 @@ from typing import Any
 import httpx2
 import pytest
 
+from osbp.adapter.native import NativeCode
 from osbp.adapter.problems import from_response, unavailable
 from osbp.adapter.upstream import UpstreamResponse, UpstreamUnavailable
+from osbp.backend.problems import TITLES
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.models import AvailabilityFindInput, ServiceDescribeInput, UpstreamMeta
 from tests.support.reference import (
@@ -207,3 +209,16 @@ async def test_a_platform_url_ending_in_api_is_an_adapter_error_the_operator_is_
     assert len(logged) == 1
     assert "OSBP_PLATFORM_BASE_URL" in logged[0].__dict__["detail"]
     assert logged[0].__dict__["call"].startswith("GET /api/")
+
+
+#: Native codes the adapter maps although Bookwell never sends them: a platform that serializes creates
+#: under one key may answer 409 ``idempotency_key_in_use``; Bookwell's concurrent duplicate waits for the
+#: write lock and replays instead (backend/idempotency.py).
+_MAPPED_BEYOND_BOOKWELL = {NativeCode.IDEMPOTENCY_KEY_IN_USE}
+
+
+def test_every_native_code_the_adapter_branches_on_is_one_the_platform_documents():
+    """Platform choice (one table per system): the adapter's reading of the platform's codes is a subset
+    of the platform's own table, so a renamed platform code cannot be silently unmapped."""
+    assert {code for code in NativeCode if code not in _MAPPED_BEYOND_BOOKWELL} <= set(TITLES)
+    assert not _MAPPED_BEYOND_BOOKWELL & set(TITLES)

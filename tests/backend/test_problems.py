@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import logging
+import re
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from osbp.backend import appointments
 from osbp.backend.app import create_app
+from osbp.backend.faults import ERROR_CODES
+from osbp.backend.openapi import EDGE_CODES, EXAMPLES, EXTENSIONS, FAULT_CODES
 from osbp.backend.problems import TITLES, Problem, ProblemError
 from tests.support.bookwell import booking, create, make_settings
+from tests.support.code_literals import code_literals
 from tests.support.logs import fields
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code", "request_id"}
@@ -98,3 +103,33 @@ def test_a_problem_error_takes_its_status_from_the_code_table():
     )
     with pytest.raises(ValueError, match="unknown problem code 'no_such_code'"):
         ProblemError("no_such_code", "detail")
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_code_a_platform_module_spells_is_in_the_code_table():
+    """Platform choice (one table): a code raised, compared or documented anywhere is a `TITLES` code."""
+    spelled = code_literals(REPO, "backend")
+    assert len({item.code for item in spelled}) > 20
+    assert [item for item in spelled if item.code not in TITLES] == []
+    documented = {*EXTENSIONS, *EXAMPLES, *EDGE_CODES, *FAULT_CODES, *ERROR_CODES.values()}
+    assert documented - set(TITLES) == set()
+    assert {status for status in ERROR_CODES} == {TITLES[code][0] for code in ERROR_CODES.values()}
+
+
+def test_a_problem_of_an_unknown_code_is_refused_when_it_is_made():
+    """Platform choice: a typo in a code fails where the problem is built, not later when it renders."""
+    with pytest.raises(ValueError, match="unknown problem code 'slot_takne'"):
+        Problem("slot_takne", "detail")
+
+
+def test_the_api_reference_lists_exactly_the_code_table():
+    """Platform choice (docs that cannot drift): docs/backend-api.md's error table is `TITLES`, with the
+    same status for every code."""
+    text = (REPO / "docs" / "backend-api.md").read_text(encoding="utf-8")
+    table = text.split("| status | `code` | when | extra members |", 1)[1].split("\n\n", 1)[0]
+    listed: set[tuple[str, int]] = set()
+    for status, codes in re.findall(r"^\| (\d{3}) \| ([^|]+) \|", table, re.M):
+        listed.update((code, int(status)) for code in re.findall(r"`([a-z_]+)`", codes))
+    assert listed == {(code, status) for code, (status, _title) in TITLES.items()}

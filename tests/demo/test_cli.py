@@ -154,7 +154,9 @@ def test_the_demo_loads_the_platform_stack_only_when_it_starts_the_platform():
         "print(sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in heavy)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "['osbp.backend', 'osbp.backend.listening', 'osbp.backend.process']"
+    assert done.stdout.strip() == (
+        "['osbp.backend', 'osbp.backend.listening', 'osbp.backend.process', 'osbp.backend.setting_names']"
+    )
 
 
 def test_the_demo_imports_its_client_without_a_garbage_collection():

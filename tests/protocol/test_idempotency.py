@@ -13,7 +13,6 @@ import pytest
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.contract import Failure, Success
 from osbp.protocol.idempotency import (
-    IDEMPOTENCY_IN_PROGRESS,
     LOCAL_CACHE_REPLAY,
     Claimed,
     Conflict,
@@ -25,6 +24,7 @@ from osbp.protocol.idempotency import (
     lease_owner,
 )
 from osbp.protocol.models import Booking, BookingCreateInput, Receipt
+from osbp.protocol.problems import ExtensionCode
 from osbp.protocol.state import open_state_store
 from osbp.protocol.store import StateStore
 from tests.support.processes import spawn_together
@@ -123,7 +123,7 @@ def test_held_key_makes_a_duplicate_wait_then_answer_in_progress(state_location:
     assert isinstance(store.claim("idem_1", "hash_a"), Claimed)
     outcome = store.claim("idem_1", "hash_a")
     assert isinstance(outcome, InProgress)
-    assert outcome.problem.code == IDEMPOTENCY_IN_PROGRESS
+    assert outcome.problem.code == ExtensionCode.IDEMPOTENCY_IN_PROGRESS
     assert outcome.problem.retryable is True
 
 

@@ -23,9 +23,9 @@ from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.contract import Failure, Success
 from osbp.protocol.core import OsbpCore
-from osbp.protocol.idempotency import IDEMPOTENCY_IN_PROGRESS
 from osbp.protocol.models import Approval, Booking, BookingCreateInput, Problem
 from osbp.protocol.port import BookingRequest
+from osbp.protocol.problems import ExtensionCode
 from osbp.protocol.store import StateStore
 from tests.protocol.test_booking_crash import CREATE, approved, assert_one_booking, booking_args, server_env
 from tests.support.mcp import NOW, create_args
@@ -61,7 +61,7 @@ def assert_retry_instruction(answer: dict[str, object] | None) -> None:
     assert answer["ok"] is False, answer
     problem = answer["problem"]
     assert isinstance(problem, dict)
-    assert (problem["code"], problem["retryable"]) == (IDEMPOTENCY_IN_PROGRESS, True), answer
+    assert (problem["code"], problem["retryable"]) == (ExtensionCode.IDEMPOTENCY_IN_PROGRESS, True), answer
     assert "same payload, idempotency_key and approval" in problem["message"]
 
 
@@ -162,7 +162,7 @@ async def test_a_locked_sqlite_state_after_the_platform_booked_answers_retry_and
     approved_inp = inp.model_copy(update={"approval": Approval(confirmed=True, token=match.group(1))})
     answer = await core.create_booking(approved_inp)
     assert isinstance(answer, Failure)
-    assert (answer.problem.code, answer.problem.retryable) == (IDEMPOTENCY_IN_PROGRESS, True)
+    assert (answer.problem.code, answer.problem.retryable) == (ExtensionCode.IDEMPOTENCY_IN_PROGRESS, True)
     adapter.unlock()
     started = time.monotonic()
     receipt = await core.create_booking(approved_inp)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import ast
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
+from osbp.adapter.settings import AdapterSettings
+from osbp.backend.settings import BackendSettings, env_var
 from osbp.protocol.store import DEFAULT_STATE_PATH
 from osbp.server.cli import build_parser, load_settings
 from osbp.server.confirmation import PerOrganization
-from osbp.server.settings import AUDIT_KEY_RULE, ServerSettings, describe
+from osbp.server.remote_settings import HttpSettings, OAuthSettings
+from osbp.server.settings import AUDIT_KEY_RULE, ServerSettings, describe, environment, settings_of, variable
 
 URL, ORG = "http://127.0.0.1:8400", "carolyns_dental"
 #: Request-state keys as `secrets.token_hex(32)` makes them (fixed here: tests only, never secret).
@@ -311,3 +315,81 @@ def test_the_log_level_is_case_insensitive_as_the_platforms_is() -> None:
         == "invalid configuration: --log-level / OSBP_LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR,"
         " CRITICAL (got 'LOUD')"
     )
+
+
+def test_the_environment_of_a_constructed_settings_object_reads_back_to_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Platform choice (one way to name a setting): a process that starts a server names fields, and the
+    variables `environment` derives give the child exactly those values, nested parts and secrets too."""
+    now = datetime(2030, 5, 6, 13, 0, 0, 250_000, tzinfo=UTC)
+    given = ServerSettings.model_construct(
+        adapter=AdapterSettings.model_construct(
+            platform_base_url=URL, organization_id=ORG, state_path=Path("/var/lib/osbp/state.sqlite3")
+        ),
+        http=HttpSettings.model_construct(port=8511, allow_remote=True),
+        auth=OAuthSettings.model_construct(issuer="http://127.0.0.1:8600"),
+        audit_log_path=Path("/var/log/osbp/events.jsonl"),
+        audit_key=SecretStr(GOOD_KEY),
+        approval_ttl_seconds=7.5,
+        confirmation_for=None,
+        now=now,
+    )
+    variables = environment(given)
+    assert variables == {
+        "OSBP_PLATFORM_BASE_URL": URL,
+        "OSBP_ORGANIZATION_ID": ORG,
+        "OSBP_STATE_PATH": "/var/lib/osbp/state.sqlite3",
+        "OSBP_HTTP_PORT": "8511",
+        "OSBP_HTTP_ALLOW_REMOTE": "true",
+        "OSBP_AUTH_ISSUER": "http://127.0.0.1:8600",
+        "OSBP_AUDIT_LOG_PATH": "/var/log/osbp/events.jsonl",
+        "OSBP_AUDIT_KEY": GOOD_KEY,
+        "OSBP_APPROVAL_TTL_SECONDS": "7.5",
+        "OSBP_NOW": "2030-05-06T13:00:00.250000Z",
+    }
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    read = ServerSettings()
+    assert (read.adapter.platform_base_url, read.adapter.organization_id) == (URL, ORG)
+    assert read.adapter.state_path == Path("/var/lib/osbp/state.sqlite3")
+    assert (read.http.port, read.http.allow_remote, read.auth.issuer) == (8511, True, "http://127.0.0.1:8600")
+    assert read.audit_key_bytes() == GOOD_KEY.encode()
+    assert (read.approval_ttl_seconds, read.now, read.confirmation_for) == (7.5, now, None)
+
+
+def test_every_setting_has_its_variable_in_the_environment_helper() -> None:
+    """Platform choice: `environment` covers every setting, so no caller needs to spell one by hand."""
+    leaves = settings_of(ServerSettings)
+    assert len({leaf.setting.env for leaf in leaves}) == len(leaves)
+    assert all(leaf.setting.env.startswith("OSBP_") for leaf in leaves)
+    assert environment(ServerSettings.model_construct()) == {}
+
+
+#: The modules that declare the server's settings, each variable once.
+_DECLARING = {"adapter/settings.py", "server/remote_settings.py", "server/settings.py"}
+_SOURCE = ("protocol", "adapter", "server", "demo", "conformance", "osbp", "backend", "examples")
+
+
+def test_no_module_spells_a_setting_variable_its_settings_object_names() -> None:
+    """Platform choice (one way to name a setting): a caller that starts or reads a server or platform
+    derives the variable from the settings object (`environment`, `variable`, `env_var`), never spells it."""
+    repo = Path(__file__).resolve().parents[2]
+    names = {leaf.setting.env for leaf in settings_of(ServerSettings)}
+    names |= {env_var(field) for field in BackendSettings.model_fields}
+    spelled = []
+    for folder in _SOURCE:
+        for path in sorted((repo / folder).rglob("*.py")):
+            relative = path.relative_to(repo).as_posix()
+            if relative in _DECLARING:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            spelled += [
+                f"{relative}:{node.lineno} {node.value}"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Constant) and node.value in names
+            ]
+    assert spelled == []
+    assert variable("adapter.state_path") == "OSBP_STATE_PATH"
+    with pytest.raises(KeyError, match=r"no setting 'adapter\.nope'"):
+        variable("adapter.nope")

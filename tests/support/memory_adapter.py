@@ -33,7 +33,7 @@ from osbp.protocol.models import (
     VerificationVerifyInput,
 )
 from osbp.protocol.port import BookingRequest, Offer
-from osbp.protocol.problems import UPSTREAM_UNAVAILABLE, ProblemCode, problem
+from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.protocol.timeutil import format_wall_clock, parse_wall_clock, wall_clock_to_instant
 from osbp.protocol.upstream import record_upstream
 from osbp.server.settings import ServerSettings
@@ -83,7 +83,7 @@ class MemoryAdapter:
         status = 503 if self.down else status
         record_upstream(UpstreamMeta(call=call, status=status, server="memory/1", request_id=f"req-{call}"))
         if self.down:
-            return problem(UPSTREAM_UNAVAILABLE, "The memory platform is down.", retryable=True)
+            return problem(ExtensionCode.UPSTREAM_UNAVAILABLE, "The memory platform is down.", retryable=True)
         return None
 
     def _enter(self, name: str) -> None:

@@ -28,12 +28,12 @@ from typing import Any, TypeVar
 from osbp.adapter import translate
 from osbp.adapter.bookwell import BookwellApi, native_idempotency_key
 from osbp.adapter.native import NativeSlot
-from osbp.adapter.problems import SERVICE_NOT_FOUND, at_edge
+from osbp.adapter.problems import at_edge
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.contract import AdapterResult, Success
 from osbp.protocol.models import Booking, BookingCreateInput, Customer, Problem
 from osbp.protocol.port import BookingRequest, Offer
-from osbp.protocol.problems import ProblemCode, problem
+from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 
 __all__ = ["BookwellBooking"]
 
@@ -105,7 +105,7 @@ class BookwellBooking:
         if isinstance(organization, Problem):
             return organization
         if isinstance(native_service, Problem):
-            if native_service.code != SERVICE_NOT_FOUND:
+            if native_service.code != ExtensionCode.SERVICE_NOT_FOUND:
                 return native_service
             return Offer(service=None, slot=None, policy=None, not_offered=native_service)
         offered: NativeSlot | None = None

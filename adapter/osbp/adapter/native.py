@@ -8,6 +8,7 @@ a response the adapter cannot read is an error at the boundary rather than a sil
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -17,6 +18,7 @@ __all__ = [
     "NativeAppointment",
     "NativeAvailability",
     "NativeCancellation",
+    "NativeCode",
     "NativeCoordinates",
     "NativeFieldError",
     "NativeHours",
@@ -226,6 +228,36 @@ class NativeFieldError(NativeModel):
     """One entry of an ``invalid_request`` problem's ``errors``."""
 
     field: str
+
+
+class NativeCode(StrEnum):
+    """The platform's problem ``code`` values the adapter branches on (its API reference's error table).
+
+    Foreign codes: several are spelled like an OSBP code and mean something else (a native
+    ``requires_verification`` is an HTTP 428, the OSBP one a Problem); only :mod:`osbp.adapter.problems`
+    maps one to the other.
+    """
+
+    REQUIRES_VERIFICATION = "requires_verification"
+    VERIFICATION_FAILED = "verification_failed"
+    SLOT_TAKEN = "slot_taken"
+    SLOT_UNAVAILABLE = "slot_unavailable"
+    OFFER_CHANGED = "offer_changed"
+    IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
+    IDEMPOTENCY_KEY_IN_USE = "idempotency_key_in_use"
+    RATE_LIMITED = "rate_limited"
+    VERIFICATION_SEND_LIMITED = "verification_send_limited"
+    APPOINTMENT_NOT_FOUND = "appointment_not_found"
+    ORGANIZATION_NOT_FOUND = "organization_not_found"
+    SERVICE_NOT_FOUND = "service_not_found"
+    LOCATION_NOT_FOUND = "location_not_found"
+    PROVIDER_NOT_FOUND = "provider_not_found"
+    PROVIDER_NOT_ELIGIBLE = "provider_not_eligible"
+    INVALID_CONTACT = "invalid_contact"
+    INVALID_REQUEST = "invalid_request"
+    INVALID_PURPOSE = "invalid_purpose"
+    ENDPOINT_RETIRED = "endpoint_retired"
+    NOT_FOUND = "not_found"
 
 
 class NativeProblem(NativeModel):

@@ -34,55 +34,24 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from osbp.adapter.native import NativeProblem
+from osbp.adapter.native import NativeCode, NativeProblem
 from osbp.adapter.translate import UntranslatableData
 from osbp.adapter.upstream import UpstreamResponse, UpstreamUnavailable
 from osbp.protocol.contract import AdapterResult, Failure
-from osbp.protocol.idempotency import IDEMPOTENCY_IN_PROGRESS
 from osbp.protocol.models import Problem
-from osbp.protocol.port import OFFER_CHANGED
 from osbp.protocol.problems import (
-    INVALID_CUSTOMER,
-    UNTRANSLATABLE_PLATFORM_DATA,
-    UPSTREAM_UNAVAILABLE,
+    ExtensionCode,
     ProblemCode,
     problem,
 )
 
 __all__ = [
-    "INVALID_CUSTOMER",
-    "INVALID_INPUT",
-    "INVALID_VERIFICATION_PURPOSE",
-    "MISSING_CONFIG",
-    "ORGANIZATION_NOT_FOUND",
-    "PRE_VERIFICATION_NOT_SUPPORTED",
-    "PROVIDER_NOT_ELIGIBLE",
-    "PROVIDER_NOT_FOUND",
-    "SCHEDULE_NOT_FOUND",
-    "SERVICE_NOT_FOUND",
-    "UNTRANSLATABLE_PLATFORM_DATA",
-    "UPSTREAM_UNAVAILABLE",
-    "VERIFICATION_NOT_SUPPORTED",
     "at_edge",
     "from_response",
     "internal_error",
     "not_found",
     "unavailable",
 ]
-
-# Adapter-specific codes (the spec allows them beside the protocol-meaningful set).
-MISSING_CONFIG = "missing_config"
-INVALID_INPUT = "invalid_input"
-INVALID_VERIFICATION_PURPOSE = "invalid_verification_purpose"
-VERIFICATION_NOT_SUPPORTED = "verification_not_supported"
-PRE_VERIFICATION_NOT_SUPPORTED = "pre_verification_not_supported"
-ORGANIZATION_NOT_FOUND = "organization_not_found"
-SERVICE_NOT_FOUND = "service_not_found"
-SCHEDULE_NOT_FOUND = "schedule_not_found"
-PROVIDER_NOT_FOUND = "provider_not_found"
-PROVIDER_NOT_ELIGIBLE = "provider_not_eligible"
-#: The platform answered, but with a value OSBP cannot represent exactly: fail closed (OSBP spec, Money:
-#: an amount or currency that cannot be normalized is not safe to show, compare or book against).
 
 T = TypeVar("T")
 logger = logging.getLogger("osbp.adapter")
@@ -95,19 +64,20 @@ _VERIFICATION_REASONS = {
 }
 
 _NOT_FOUND: dict[str, Problem] = {
-    "appointment_not_found": problem(ProblemCode.BOOKING_NOT_FOUND),
-    "organization_not_found": problem(
-        ORGANIZATION_NOT_FOUND,
+    NativeCode.APPOINTMENT_NOT_FOUND: problem(ProblemCode.BOOKING_NOT_FOUND),
+    NativeCode.ORGANIZATION_NOT_FOUND: problem(
+        ExtensionCode.ORGANIZATION_NOT_FOUND,
         "The platform does not know the configured organization; check OSBP_ORGANIZATION_ID.",
     ),
-    "service_not_found": problem(
-        SERVICE_NOT_FOUND, "The platform has no such service for this organization."
+    NativeCode.SERVICE_NOT_FOUND: problem(
+        ExtensionCode.SERVICE_NOT_FOUND, "The platform has no such service for this organization."
     ),
-    "location_not_found": problem(
-        SCHEDULE_NOT_FOUND, "The platform has no such schedule (location) for this organization."
+    NativeCode.LOCATION_NOT_FOUND: problem(
+        ExtensionCode.SCHEDULE_NOT_FOUND,
+        "The platform has no such schedule (location) for this organization.",
     ),
-    "provider_not_found": problem(
-        PROVIDER_NOT_FOUND, "The platform has no such provider for this organization."
+    NativeCode.PROVIDER_NOT_FOUND: problem(
+        ExtensionCode.PROVIDER_NOT_FOUND, "The platform has no such provider for this organization."
     ),
 }
 
@@ -125,7 +95,7 @@ def unavailable(outcome: UpstreamUnavailable) -> Problem:
         "transport": "broke the connection",
     }[outcome.reason]
     return problem(
-        UPSTREAM_UNAVAILABLE,
+        ExtensionCode.UPSTREAM_UNAVAILABLE,
         f"The booking platform {what}. Nothing is known to have changed; retry shortly with the same input.",
         retryable=True,
     )
@@ -154,7 +124,7 @@ def from_response(response: UpstreamResponse) -> Problem:
     """The OSBP Problem for a non-success platform response."""
     native = _native_problem(response)
     code, status = native.code, response.status
-    if code == "requires_verification" or status == 428:
+    if code == NativeCode.REQUIRES_VERIFICATION or status == 428:
         channel = f" by {native.channel}" if native.channel in ("sms", "email") else ""
         return problem(
             ProblemCode.REQUIRES_VERIFICATION,
@@ -162,67 +132,70 @@ def from_response(response: UpstreamResponse) -> Problem:
             "ask the customer for the code, then retry booking.create with the same idempotency_key, "
             "approval and verification_code.",
         )
-    if code == "verification_failed":
+    if code == NativeCode.VERIFICATION_FAILED:
         lead = _VERIFICATION_REASONS.get(native.reason or "", "The verification code was rejected.")
         return problem(
             ProblemCode.VERIFICATION_FAILED,
             f"{lead} Call verification.send again and retry booking.create with the new code.",
         )
-    if code in ("slot_taken", "slot_unavailable"):
+    if code in (NativeCode.SLOT_TAKEN, NativeCode.SLOT_UNAVAILABLE):
         return problem(ProblemCode.SLOT_TAKEN)
-    if code == "offer_changed" or status == 412:
+    if code == NativeCode.OFFER_CHANGED or status == 412:
         return problem(
-            OFFER_CHANGED,
+            ExtensionCode.OFFER_CHANGED,
             "The platform refused the create because the offer's facts changed since they were read; "
             "nothing was booked.",
             retryable=True,
         )
-    if code == "idempotency_key_reused":
+    if code == NativeCode.IDEMPOTENCY_KEY_REUSED:
         return problem(
             ProblemCode.IDEMPOTENCY_CONFLICT,
             "The platform already holds a different booking under this idempotency_key; use a fresh key "
             "for a new booking attempt.",
         )
-    if code == "idempotency_key_in_use":
+    if code == NativeCode.IDEMPOTENCY_KEY_IN_USE:
         return problem(
-            IDEMPOTENCY_IN_PROGRESS,
+            ExtensionCode.IDEMPOTENCY_IN_PROGRESS,
             "The platform is still processing an earlier request with this idempotency_key; retry "
             "booking.create with the same idempotency_key and payload shortly.",
             retryable=True,
         )
-    if code in ("rate_limited", "verification_send_limited") or status == 429:
+    if code in (NativeCode.RATE_LIMITED, NativeCode.VERIFICATION_SEND_LIMITED) or status == 429:
         return problem(
             ProblemCode.RATE_LIMITED,
             f"The booking platform is rate limiting requests; back off and retry.{_retry_after(response)}",
         )
     if code in _NOT_FOUND:
         return not_found(code)
-    if code == "provider_not_eligible":
+    if code == NativeCode.PROVIDER_NOT_ELIGIBLE:
         return problem(
-            PROVIDER_NOT_ELIGIBLE,
+            ExtensionCode.PROVIDER_NOT_ELIGIBLE,
             "The provider does not offer this service at this schedule (location); pick a slot from "
             "availability.find.",
         )
     customer_fields = [error.field for error in native.errors if error.field.startswith("body.customer")]
-    if code == "invalid_contact" or (code == "invalid_request" and customer_fields):
+    if code == NativeCode.INVALID_CONTACT or (code == NativeCode.INVALID_REQUEST and customer_fields):
         field = native.field or (customer_fields[0].removeprefix("body.") if customer_fields else None)
         where = f" ({field})" if field else ""
         return problem(
-            INVALID_CUSTOMER,
+            ExtensionCode.INVALID_CUSTOMER,
             f"The platform rejected the customer's contact details{where}: it needs a display name and an "
             "E.164 phone number (plus sign, country code, number) or a valid email address.",
         )
-    if code == "invalid_request" and any(error.field == "body.verification_code" for error in native.errors):
+    if code == NativeCode.INVALID_REQUEST and any(
+        error.field == "body.verification_code" for error in native.errors
+    ):
         return problem(
             ProblemCode.VERIFICATION_FAILED,
             "The platform rejected the verification code's form (it must be the code exactly as the customer "
             "received it). Ask the customer for the code again, or call verification.send for a new one.",
         )
-    if code == "invalid_purpose":
+    if code == NativeCode.INVALID_PURPOSE:
         return problem(
-            INVALID_VERIFICATION_PURPOSE, "The verification purpose must be booking:{organization_id}."
+            ExtensionCode.INVALID_VERIFICATION_PURPOSE,
+            "The verification purpose must be booking:{organization_id}.",
         )
-    if code == "endpoint_retired" or status == 410:
+    if code == NativeCode.ENDPOINT_RETIRED or status == 410:
         logger.error(
             "upstream_endpoint_retired",
             extra={"call": response.meta.call, "sunset": response.meta.sunset, "successor": native.successor},
@@ -233,12 +206,12 @@ def from_response(response: UpstreamResponse) -> Problem:
         )
     if status >= 500:
         return problem(
-            UPSTREAM_UNAVAILABLE,
+            ExtensionCode.UPSTREAM_UNAVAILABLE,
             f"The booking platform failed (HTTP {status}). Retry shortly with the same input.",
             retryable=True,
         )
     # The operator must see this: the agent only learns that the adapter failed.
-    if status == 404 and code == "not_found":
+    if status == 404 and code == NativeCode.NOT_FOUND:
         # No such route (not an unknown id, which has its own code): the platform URL is likely wrong.
         logger.error(
             "upstream_route_not_found",
@@ -263,7 +236,7 @@ async def at_edge(work: Callable[[], Awaitable[AdapterResult[T]]]) -> AdapterRes
         logger.error("untranslatable_platform_data", extra={"reason": str(exc)})
         return Failure(
             problem(
-                UNTRANSLATABLE_PLATFORM_DATA,
+                ExtensionCode.UNTRANSLATABLE_PLATFORM_DATA,
                 "The booking platform answered with a value OSBP cannot represent exactly (for example a "
                 "price that is not a plain decimal amount in the currency's minor unit), so this call "
                 "fails closed. Retrying will not help until the merchant's data is fixed; route to "

@@ -36,12 +36,6 @@ from osbp.adapter.availability import page
 from osbp.adapter.booking import BookwellBooking
 from osbp.adapter.bookwell import PLATFORM, VERSION_HEADER, BookwellApi
 from osbp.adapter.problems import (
-    INVALID_CUSTOMER,
-    INVALID_INPUT,
-    INVALID_VERIFICATION_PURPOSE,
-    MISSING_CONFIG,
-    PRE_VERIFICATION_NOT_SUPPORTED,
-    VERIFICATION_NOT_SUPPORTED,
     at_edge,
 )
 from osbp.adapter.settings import AdapterSettings
@@ -68,7 +62,7 @@ from osbp.protocol.models import (
     VerificationVerifyInput,
 )
 from osbp.protocol.port import BookingRequest, Offer
-from osbp.protocol.problems import ProblemCode, problem
+from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.protocol.timeutil import parse_date, parse_wall_clock
 
 __all__ = ["ReferenceAdapter", "build_adapter", "build_platform_adapter"]
@@ -102,7 +96,7 @@ class ReferenceAdapter:
         service_id = given or self._settings.default_service_id
         if not service_id:
             return problem(
-                MISSING_CONFIG,
+                ExtensionCode.MISSING_CONFIG,
                 "No service_id was given and no default service is configured (OSBP_DEFAULT_SERVICE_ID).",
             )
         return service_id
@@ -129,9 +123,11 @@ class ReferenceAdapter:
             if isinstance(service_id, Problem):
                 return Failure(service_id)
             if parse_date(inp.date) is None:
-                return Failure(problem(INVALID_INPUT, "date must be a merchant-local date YYYY-MM-DD."))
+                return Failure(
+                    problem(ExtensionCode.INVALID_INPUT, "date must be a merchant-local date YYYY-MM-DD.")
+                )
             if inp.earliest_start is not None and parse_wall_clock(inp.earliest_start) is None:
-                return Failure(problem(INVALID_INPUT, _EARLIEST_START_FORMAT))
+                return Failure(problem(ExtensionCode.INVALID_INPUT, _EARLIEST_START_FORMAT))
             slots = partial(
                 self._api.availability,
                 service_id=service_id,
@@ -188,7 +184,7 @@ class ReferenceAdapter:
             if purpose != f"booking:{self._org}":
                 return Failure(
                     problem(
-                        INVALID_VERIFICATION_PURPOSE,
+                        ExtensionCode.INVALID_VERIFICATION_PURPOSE,
                         f"The verification purpose must be booking:{self._org} for this organization.",
                     )
                 )
@@ -199,7 +195,7 @@ class ReferenceAdapter:
             if not methods:
                 return Failure(
                     problem(
-                        VERIFICATION_NOT_SUPPORTED,
+                        ExtensionCode.VERIFICATION_NOT_SUPPORTED,
                         "This organization does not verify customers, so there is no code to send.",
                     )
                 )
@@ -211,7 +207,7 @@ class ReferenceAdapter:
             else:
                 needed = " or ".join(sorted({"sms": "phone", "email": "email"}[method] for method in methods))
                 message = f"This organization verifies customers by {needed}; give the customer's {needed}."
-                return Failure(problem(INVALID_CUSTOMER, message))
+                return Failure(problem(ExtensionCode.INVALID_CUSTOMER, message))
             sent = await self._api.send_verification(body)
             if isinstance(sent, Problem):
                 return Failure(sent)
@@ -224,7 +220,7 @@ class ReferenceAdapter:
         """verification.verify: rejected, because Bookwell has no independent, non-consuming verify step."""
         return Failure(
             problem(
-                PRE_VERIFICATION_NOT_SUPPORTED,
+                ExtensionCode.PRE_VERIFICATION_NOT_SUPPORTED,
                 "This platform has no independent verification step: it checks and consumes the code "
                 "during the appointment create. Do not pre-verify; pass the customer's code to "
                 "booking.create as verification_code instead. No platform call was made.",

@@ -7,8 +7,9 @@ the process that runs the adapter builds it, the MCP server as the ``adapter`` p
 :class:`osbp.server.settings.ServerSettings`, a test or a benchmark by passing fields.
 
 Each field carries a :class:`Setting`: its one ``OSBP_*`` environment variable, its flag when it has one,
-and the rule a value must follow, in plain words. The server derives its flags, its environment reading
-and its error messages from these, so each name is written once, here. Credentials come from the
+and the rule a value must follow, in plain words. The server derives its flags, its environment reading,
+its error messages and the environment a parent hands a server it starts from these, so each name is
+written once, here. Credentials come from the
 environment only (no flag) and are attached in exactly one place, :mod:`osbp.adapter.upstream`.
 """
 

@@ -44,14 +44,15 @@ from osbp.backend.ratelimit import Decision
 if TYPE_CHECKING:
     from osbp.backend.runtime import Runtime
 
-__all__ = ["ABORT_STATE", "FaultLayer", "abortable", "endpoint_names"]
+__all__ = ["ABORT_STATE", "ERROR_CODES", "FaultLayer", "abortable", "endpoint_names"]
 
 #: The key under ``scope["state"]`` holding the callable that aborts the request's connection.
 ABORT_STATE = "bookwell.abort_connection"
 #: How long an aborted request waits for the server to notice the closed connection.
 _DISCONNECT_WAIT_S = 5.0
 _ORGANIZATION = re.compile(r"^/api/organizations/([^/]+)")
-_ERROR_CODES = {500: "internal_error", 502: "bad_gateway", 503: "service_unavailable"}
+#: The code an ``error`` rule answers with, by its status.
+ERROR_CODES = {500: "internal_error", 502: "bad_gateway", 503: "service_unavailable"}
 
 
 def _native_routes() -> list[Route]:
@@ -138,7 +139,7 @@ class FaultLayer:
         elif rule.mode == "error":
             headers = {} if rule.retry_after is None else {"Retry-After": str(rule.retry_after)}
             detail = f"The platform is failing (HTTP {rule.status}); nothing was done. Retry later."
-            await problem_response(Problem(_ERROR_CODES[rule.status], detail, headers=headers))(
+            await problem_response(Problem(ERROR_CODES[rule.status], detail, headers=headers))(
                 scope, receive, send
             )
         elif rule.mode == "rate_limited":

@@ -38,6 +38,7 @@ from osbp.backend.validators import REVISION_HEADER
 
 __all__ = [
     "EDGE_CODES",
+    "EXAMPLES",
     "EXTENSIONS",
     "FAULT_CODES",
     "HEADERS",
@@ -114,7 +115,7 @@ EXTENSIONS: dict[str, dict[str, dict[str, Any]]] = {
 }
 
 #: Example detail and extension members per code, for the document's examples.
-_EXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
+EXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
     "unsupported_version": (
         f"{VERSION_HEADER} '2024-01-01' is not a supported version.",
         {"supported_versions": list(SUPPORTED_VERSIONS)},
@@ -313,7 +314,7 @@ def header_parameter(name: str, description: str, *, required: bool, **schema: A
 
 def _problem_example(code: str) -> dict[str, Any]:
     status, title = TITLES[code]
-    detail, extras = _EXAMPLES.get(code, (title + ".", {}))
+    detail, extras = EXAMPLES.get(code, (title + ".", {}))
     value = {
         "type": PROBLEM_BASE + code.replace("_", "-"),
         "title": title,

@@ -22,7 +22,9 @@ __all__ = ["PROBLEM_BASE", "PROBLEM_MEDIA_TYPE", "TITLES", "Problem", "ProblemEr
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEM_BASE = "https://developer.bookwell.example/problems/"
 
-#: code -> (status, title). The stable machine contract documented in docs/backend-api.md.
+#: code -> (status, title): the platform's one table of problem codes, the stable machine contract that
+#: docs/backend-api.md lists (tests/backend/test_problems.py compares the two, and every code a module
+#: spells with this table). A `Problem` of any other code is refused when it is made.
 TITLES: dict[str, tuple[int, str]] = {
     "unsupported_version": (400, "Unsupported API version"),
     "invalid_request": (400, "Invalid request"),
@@ -66,6 +68,10 @@ class Problem:
     extras: dict[str, Any] = field(default_factory=dict)
     headers: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.code not in TITLES:
+            raise ValueError(f"unknown problem code {self.code!r}")
+
     @property
     def status(self) -> int:
         """The HTTP status for this code."""
@@ -103,10 +109,8 @@ class ProblemError(Exception):
         *,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        if code not in TITLES:
-            raise ValueError(f"unknown problem code {code!r}")
-        super().__init__(f"{code}: {detail}")
         self.problem = Problem(code, detail, dict(extras or {}), dict(headers or {}))
+        super().__init__(f"{code}: {detail}")
 
     @classmethod
     def of(cls, problem: Problem) -> ProblemError:

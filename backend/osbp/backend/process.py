@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any
 
 from osbp.backend.listening import http_url
+from osbp.backend.setting_names import ENV_PREFIX, env_var
 
 __all__ = ["START_TIMEOUT_S", "STOP_TIMEOUT_S", "PlatformProcess", "PlatformStartError"]
 
@@ -96,14 +97,14 @@ class PlatformProcess:
         env = {
             name: value
             for name, value in os.environ.items()
-            if self._inherit or not name.startswith("OSBP_BACKEND_")
+            if self._inherit or not name.startswith(ENV_PREFIX)
         }
         settings = dict(self.settings)
         if self._listen is not None:
             settings["listen_fd"] = self._listen.fileno()
         for name, value in settings.items():
             if value is not None:
-                env[f"OSBP_BACKEND_{name.upper()}"] = _env_value(value)
+                env[env_var(name)] = _env_value(value)
         command = [sys.executable, "-P", "-m", "osbp", "backend"]
         with ExitStack() as stack:
             stderr: Any = subprocess.DEVNULL

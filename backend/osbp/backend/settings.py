@@ -20,25 +20,15 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from osbp.backend.database_url import parse_database
 from osbp.backend.fault_profile import FaultProfile, load_profile
 from osbp.backend.listening import ip_of
+from osbp.backend.setting_names import ENV_PREFIX, env_var, flag
 
 __all__ = ["ENV_PREFIX", "BackendSettings", "LogLevel", "env_var", "flag", "is_loopback_host"]
 
-ENV_PREFIX = "OSBP_BACKEND_"
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
-
-
-def flag(field: str) -> str:
-    """The `osbp backend` flag for a settings field: `log_level` → `--log-level`."""
-    return "--" + field.replace("_", "-")
 
 
 #: The platform's database when `--db` is not given: a SQLite file in the working folder's `.osbp/`.
 DEFAULT_DB = ".osbp/backend.db"
-
-
-def env_var(field: str) -> str:
-    """The environment variable for a settings field: `log_level` → `OSBP_BACKEND_LOG_LEVEL`."""
-    return ENV_PREFIX + field.upper()
 
 
 def is_loopback_host(host: str) -> bool:

@@ -11,7 +11,8 @@ The server runs with a short approval-token lifetime (:data:`SELF_APPROVAL_TTL_S
 file handed to the battery is the shipped one plus that `approval_ttl_seconds`, so the expiry check runs
 without the battery waiting out the reference ten minutes.
 
-The conformance battery never imports the server: it launches it as a subprocess like any other.
+The conformance battery never imports the server: it launches it as a subprocess like any other. Only
+this `--self` target reads the server's settings object, to name the variables it hands the server.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from osbp.backend.settings import BackendSettings
 from osbp.conformance.fixtures import load_fixtures, reference_fixtures_path
 from osbp.conformance.wire import ServerTarget, server_env
 
-__all__ = ["SelfTarget", "self_target"]
+__all__ = ["SelfTarget", "self_target", "server_variables"]
 
 #: The platform's test-only hooks, relative to its base URL (docs/backend-api.md).
 ARM_PATH = "/_testing/arm"
@@ -83,6 +84,21 @@ def _osbp(*args: str, env: dict[str, str], cwd: str) -> str:
     return done.stdout.strip()
 
 
+def server_variables(base_url: str, organization_id: str, state: Path, audit_log: Path) -> dict[str, str]:
+    """The graded server's `OSBP_*` variables, named by its settings object (imported only for `--self`:
+    the battery itself never loads the server)."""
+    from osbp.adapter.settings import AdapterSettings
+    from osbp.server.settings import ServerSettings, environment
+
+    adapter = AdapterSettings.model_construct(
+        platform_base_url=base_url, organization_id=organization_id, state_path=state
+    )
+    settings = ServerSettings.model_construct(
+        adapter=adapter, audit_log_path=audit_log, approval_ttl_seconds=SELF_APPROVAL_TTL_SECONDS
+    )
+    return environment(settings)
+
+
 @contextmanager
 def _http_server(env: dict[str, str], state: str, organization_id: str) -> Iterator[ServerTarget]:
     """This project's server over Streamable HTTP with the development issuer's tokens (subprocesses)."""
@@ -96,12 +112,15 @@ def _http_server(env: dict[str, str], state: str, organization_id: str) -> Itera
         "auth", "--state-dir", state, "token", "--scope", scopes, "--org", organization_id, "--audience", url,
         env=env, cwd=state,
     )  # fmt: skip
-    http_env = env | {
-        "OSBP_TRANSPORT": "streamable-http",
-        "OSBP_HTTP_PORT": str(port),
-        "OSBP_AUTH_ISSUER": issuer,
-        "OSBP_AUTH_JWKS": str(jwks),
-    }
+    from osbp.server.remote_settings import HttpSettings, OAuthSettings  # deferred: see server_variables
+    from osbp.server.settings import ServerSettings, environment
+
+    remote = ServerSettings.model_construct(
+        transport="streamable-http",
+        http=HttpSettings.model_construct(port=port),
+        auth=OAuthSettings.model_construct(issuer=issuer, jwks=str(jwks)),
+    )
+    http_env = env | environment(remote)
     with open(Path(state) / "server.stderr", "wb") as errlog:
         process = subprocess.Popen(
             [sys.executable, "-P", "-m", "osbp", "mcp"], env=http_env, cwd=state, stdin=subprocess.DEVNULL,
@@ -149,15 +168,7 @@ def self_target(settings: BackendSettings | None = None, *, transport: str = "st
         audit_log = Path(state) / "audit" / "events.jsonl"
         # The server reads `OSBP_*` variables (platform base URL, organization, state file, audit log);
         # the state lives in a throwaway directory so a battery run never touches the developer's `.osbp/`.
-        env = server_env(
-            {
-                "OSBP_PLATFORM_BASE_URL": base_url,
-                "OSBP_ORGANIZATION_ID": organization_id,
-                "OSBP_STATE_PATH": str(Path(state) / "state.db"),
-                "OSBP_AUDIT_LOG_PATH": str(audit_log),
-                "OSBP_APPROVAL_TTL_SECONDS": str(SELF_APPROVAL_TTL_SECONDS),
-            }
-        )
+        env = server_env(server_variables(base_url, organization_id, Path(state) / "state.db", audit_log))
         with ExitStack() as stack:
             target = ServerTarget(command=(sys.executable, "-P", "-m", "osbp", "mcp"), env=env)
             if transport == "streamable-http":

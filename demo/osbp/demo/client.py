@@ -16,7 +16,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -57,23 +57,25 @@ class ServerConfig:
     confirmation_for: str | None = None
 
     def environment(self) -> dict[str, str]:
-        """The ``OSBP_*`` variables the server and its adapter read."""
-        variables = {
-            "OSBP_PLATFORM_BASE_URL": self.platform_base_url,
-            "OSBP_ORGANIZATION_ID": self.organization_id,
-            "OSBP_STATE_PATH": str(self.state_path),
-            "OSBP_AUDIT_LOG_PATH": str(self.audit_log_path),
-            # The child's stdout is the protocol; keep Python from buffering its stderr log lines.
-            "PYTHONUNBUFFERED": "1",
-        }
-        if self.confirmation is not None:
-            variables["OSBP_CONFIRMATION"] = self.confirmation
-        if self.confirmation_for is not None:
-            variables["OSBP_CONFIRMATION_FOR"] = self.confirmation_for
-        if self.now is not None:
-            # Full precision, so the server's instant is the platform's to the microsecond.
-            variables["OSBP_NOW"] = self.now.astimezone(UTC).isoformat().replace("+00:00", "Z")
-        return variables
+        """The ``OSBP_*`` variables the server and its adapter read (named by its settings object)."""
+        # Deferred: the settings object loads the server's validators, which the agent's side never runs.
+        from osbp.adapter.settings import AdapterSettings
+        from osbp.server.settings import ServerSettings, environment
+
+        adapter = AdapterSettings.model_construct(
+            platform_base_url=self.platform_base_url,
+            organization_id=self.organization_id,
+            state_path=self.state_path,
+        )
+        given: dict[str, Any] = {"confirmation": self.confirmation, "confirmation_for": self.confirmation_for}
+        settings = ServerSettings.model_construct(
+            adapter=adapter,
+            audit_log_path=self.audit_log_path,
+            now=self.now,
+            **{name: value for name, value in given.items() if value is not None},
+        )
+        # The child's stdout is the protocol; keep Python from buffering its stderr log lines.
+        return environment(settings) | {"PYTHONUNBUFFERED": "1"}
 
 
 @dataclass(frozen=True, slots=True)

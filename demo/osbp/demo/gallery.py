@@ -33,6 +33,7 @@ from osbp.demo.scenarios import (
 )
 from osbp.demo.trace_format import TraceSelection
 from osbp.protocol.models import BookingMandate
+from osbp.protocol.problems import ProblemCode
 
 __all__ = ["GALLERY", "GALLERY_NOW", "PLAYS", "GalleryScenario", "Play", "gallery_scenario", "scenario_by_id"]
 
@@ -233,7 +234,7 @@ async def _slot_taken(play: Play) -> None:
     play.grant()
     slot = await play.lookup(play.vertical.service_id)
     taken = await play.book(slot, approve_setup=[{ARM: "slot_taken"}])
-    assert taken.final.problem_code == "slot_taken"
+    assert taken.final.problem_code == ProblemCode.SLOT_TAKEN
     # Someone else won the race: look again, offer the next slot, and ask again (a new booking attempt).
     choice = await find_open_day(
         play.agent,
@@ -257,7 +258,7 @@ async def _rate_limited(play: Play) -> None:
     play.grant()
     slot = await play.lookup(play.vertical.service_id)
     limited = await play.book(slot, approve_setup=[{ARM: "rate_limited"}])
-    assert limited.final.problem_code == "rate_limited"
+    assert limited.final.problem_code == ProblemCode.RATE_LIMITED
     assert limited.approved is not None
     # Back off, then retry the same attempt: same key, same approval (unspent: nothing was created).
     retried = await play.agent.call(
@@ -276,7 +277,7 @@ async def _host_confirmation(play: Play) -> None:
     play.grant()
     slot = await play.lookup(play.vertical.service_id)
     asked = await play.book_through_host(slot)
-    if asked.problem_code == "requires_verification":
+    if asked.problem_code == ProblemCode.REQUIRES_VERIFICATION:
         # No code had arrived when the host asked for it: have one sent, then the same call again.
         purpose = f"booking:{play.vertical.organization_id}"
         contact = {

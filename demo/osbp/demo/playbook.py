@@ -18,6 +18,7 @@ from osbp.demo.client import ToolCall
 from osbp.demo.recorder import FROM_CHALLENGE, FROM_PHONE, MISTYPED, RecordingAgent, Setup
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.models import BookingMandate, Customer
+from osbp.protocol.problems import ProblemCode
 
 __all__ = [
     "Booked",
@@ -160,7 +161,7 @@ async def book(
         "booking.create", arguments, phase="approval_preflight", note="no approval yet: the gate answers"
     )
     token = approval_token(preflight.problem.get("message", "")) if not preflight.ok else None
-    if preflight.problem_code != "requires_user_confirmation" or token is None:
+    if preflight.problem_code != ProblemCode.REQUIRES_USER_CONFIRMATION or token is None:
         return Booked(preflight=preflight, final=preflight)
     summary = approval_summary(preflight.problem["message"])
     approved_arguments = arguments | {"approval": {"confirmed": True, "token": token}}
@@ -173,7 +174,7 @@ async def book(
         note="the user approved the summary",
     )
     outcome = Booked(preflight=preflight, final=approved, summary=summary, approved=approved)
-    if approved.problem_code != "requires_verification":
+    if approved.problem_code != ProblemCode.REQUIRES_VERIFICATION:
         return outcome
     customer = arguments.get("customer") or {}
     contact = {key: customer[key] for key in ("phone", "email") if key in customer}
@@ -197,7 +198,7 @@ async def book(
             note="the customer mistypes the code",
         )
         outcome.final = rejected
-        if rejected.problem_code != "verification_failed":
+        if rejected.problem_code != ProblemCode.VERIFICATION_FAILED:
             return outcome
         outcome.verification_send = await agent.call(
             "verification.send", {"customer": contact, "purpose": purpose}, phase="verification_send"

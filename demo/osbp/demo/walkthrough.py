@@ -37,6 +37,7 @@ from osbp.demo.scenarios import VERTICALS, Vertical, build_mandate, local_today
 from osbp.demo.stack import PlatformControl, SpawnedPlatform, StartingPlatform, starting_platform
 from osbp.demo.turns import ServerJob, Work, run_in_turns
 from osbp.protocol.models import BookingMandate
+from osbp.protocol.problems import ProblemCode
 from osbp.server.redaction import Redactor
 
 __all__ = ["DemoResult", "operator_warnings", "run_demo"]
@@ -182,7 +183,7 @@ async def _confirmed_by_token(
     approved = _step_of(agent, outcome.approved)
     say("Agent", f"booking.create (approved retry) → {_outcome(outcome.approved)}; {_write_note(approved)}.")
     if outcome.verification_send is not None:
-        asked = outcome.approved.problem_code == "requires_verification"
+        asked = outcome.approved.problem_code == ProblemCode.REQUIRES_VERIFICATION
         expect(asked, "the platform asked to verify the customer")
         sent = outcome.verification_send
         say(
@@ -335,7 +336,7 @@ async def _coda(run: _Run, vertical: Vertical, mandate: BookingMandate, client: 
     say("Agent", f"booking.create {slot['starts_at_local']} → {_outcome(refused)}.")
     if refused.problem:
         say("Agent", f"“{refused.problem.get('message', '')}”")
-    expect(refused.problem_code == "price_exceeds_mandate", "refused with price_exceeds_mandate")
+    expect(refused.problem_code == ProblemCode.PRICE_EXCEEDS_MANDATE, "refused with price_exceeds_mandate")
     unchanged = before.appointments == after.appointments and before.create_requests == after.create_requests
     expect(
         unchanged,

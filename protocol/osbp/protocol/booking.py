@@ -65,7 +65,6 @@ from osbp.protocol.confirmation import (
 from osbp.protocol.contract import AdapterResult, Failure, Success
 from osbp.protocol.effects import before_effect
 from osbp.protocol.idempotency import (
-    IDEMPOTENCY_IN_PROGRESS,
     LOCAL_CACHE_REPLAY,
     Claimed,
     Conflict,
@@ -88,7 +87,6 @@ from osbp.protocol.models import (
     Slot,
 )
 from osbp.protocol.port import (
-    OFFER_CHANGED,
     OUTCOME_UNKNOWN,
     BookingRequest,
     Offer,
@@ -97,7 +95,7 @@ from osbp.protocol.port import (
     offer_to_json,
 )
 from osbp.protocol.principal import platform_key, scope_of
-from osbp.protocol.problems import INVALID_CUSTOMER, UPSTREAM_UNAVAILABLE, ProblemCode, problem
+from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.protocol.state import StateStoreError
 
 __all__ = ["BookingPipeline", "receipt_text"]
@@ -140,7 +138,7 @@ def receipt_text(
 
 #: The answer while an approved attempt's outcome at the platform is not known here yet.
 _UNSETTLED = problem(
-    IDEMPOTENCY_IN_PROGRESS,
+    ExtensionCode.IDEMPOTENCY_IN_PROGRESS,
     "An approved booking.create with this idempotency_key was sent to the platform and its outcome is not "
     "known here yet. Retry booking.create with the same payload, idempotency_key and approval to settle it; "
     "do not start a new booking attempt for it.",
@@ -150,7 +148,7 @@ _UNSETTLED = problem(
 
 #: The state store failed after this call may have reached the platform (the booking may exist).
 _STATE_FAILED_PLACED = problem(
-    IDEMPOTENCY_IN_PROGRESS,
+    ExtensionCode.IDEMPOTENCY_IN_PROGRESS,
     "The booking platform may have made this booking, but OSBP could not record the outcome: its state "
     "store failed. Retry booking.create with the same payload, idempotency_key and approval: the retry "
     "answers that one booking, never a second; do not start a new booking attempt for it.",
@@ -158,7 +156,7 @@ _STATE_FAILED_PLACED = problem(
 )
 #: The state store failed before this call sent anything to the platform.
 _STATE_FAILED = problem(
-    IDEMPOTENCY_IN_PROGRESS,
+    ExtensionCode.IDEMPOTENCY_IN_PROGRESS,
     "OSBP's state store failed, so this call sent nothing to the booking platform. Retry booking.create "
     "with the same payload and idempotency_key (and approval, if you have one) shortly.",
     retryable=True,
@@ -172,7 +170,7 @@ _ROUNDS = 2 * _PLACE_ROUNDS
 _ELICITED = "elicitation"
 
 _KEEPS_CHANGING = problem(
-    UPSTREAM_UNAVAILABLE,
+    ExtensionCode.UPSTREAM_UNAVAILABLE,
     "The merchant's catalog kept changing while this booking was placed, so nothing was booked. Retry "
     "booking.create with the same payload, idempotency_key and approval shortly.",
     retryable=True,
@@ -491,7 +489,7 @@ class BookingPipeline:
         booking = await self._adapter.place_booking(request, customer_name)
         if isinstance(booking, Problem):
             attempt.outcome_known = booking.code not in OUTCOME_UNKNOWN
-            if booking.code == OFFER_CHANGED:
+            if booking.code == ExtensionCode.OFFER_CHANGED:
                 return _OfferChanged()
             return Failure(booking)
         receipt = Receipt(
@@ -542,7 +540,7 @@ class BookingPipeline:
         name = merchant_visible_name(customer)
         if not name or not (customer.phone or customer.email):
             return problem(
-                INVALID_CUSTOMER,
+                ExtensionCode.INVALID_CUSTOMER,
                 "booking.create needs the customer's name (display_name, or given_name and family_name) "
                 "and a phone number or email address; the platform requires both.",
             )
@@ -554,7 +552,7 @@ class BookingPipeline:
         if controlled:
             # A name the user cannot read in the summary must not reach the merchant (nor be approved).
             return problem(
-                INVALID_CUSTOMER,
+                ExtensionCode.INVALID_CUSTOMER,
                 f"customer.{controlled[0]} contains a control character (such as a tab, newline or NUL); "
                 "send the name as plain text.",
             )

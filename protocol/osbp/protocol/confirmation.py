@@ -32,9 +32,6 @@ from typing import Literal, Protocol, runtime_checkable
 from osbp.protocol.models import BookingCreateInput, Problem
 
 __all__ = [
-    "CONFIRMATION_PENDING",
-    "CONFIRMATION_TIMEOUT",
-    "CONFIRMATION_UNAVAILABLE",
     "Answer",
     "CodeCollector",
     "ConfirmationMode",
@@ -46,13 +43,6 @@ __all__ = [
     "confirming",
     "current_confirmation",
 ]
-
-#: The user did not answer the host's confirmation request in time (retryable: nothing was booked).
-CONFIRMATION_TIMEOUT = "confirmation_timeout"
-#: The retry came before the user answered the confirmation page (retryable: nothing was booked).
-CONFIRMATION_PENDING = "confirmation_pending"
-#: The host could not ask the user (it failed, or it cannot elicit while the operator requires it).
-CONFIRMATION_UNAVAILABLE = "confirmation_unavailable"
 
 #: ``url``: the user confirmed on the server's own confirmation page, opened through the host (URL-mode
 #: elicitation); ``elicitation``: in the host's form.

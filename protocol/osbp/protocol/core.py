@@ -42,7 +42,7 @@ from osbp.protocol.models import (
     VerificationVerifyInput,
 )
 from osbp.protocol.port import PlatformAdapter
-from osbp.protocol.problems import UPSTREAM_UNAVAILABLE
+from osbp.protocol.problems import ExtensionCode
 from osbp.protocol.state import StateBackend, StateStoreError, open_state_store
 
 __all__ = ["SNAPSHOT_FALLBACK", "OsbpCore"]
@@ -119,7 +119,11 @@ class OsbpCore:
     async def get_booking(self, inp: BookingStatusInput) -> AdapterResult[Booking]:
         """booking.status: the platform's current state, or the marked snapshot while it is unreachable."""
         result = await self.adapter.get_booking(inp)
-        if isinstance(result, Failure) and result.problem.code == UPSTREAM_UNAVAILABLE and inp.booking_id:
+        if (
+            isinstance(result, Failure)
+            and result.problem.code == ExtensionCode.UPSTREAM_UNAVAILABLE
+            and inp.booking_id
+        ):
             try:
                 snapshot = await self.idempotency.abooking_snapshot(inp.booking_id)
             except StateStoreError:

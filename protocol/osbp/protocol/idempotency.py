@@ -56,12 +56,11 @@ import anyio.to_thread
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.models import Booking, BookingCreateInput, Problem, Receipt, RuntimeDiagnostics
-from osbp.protocol.problems import ProblemCode, problem
+from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.protocol.state import StateBackend
 from osbp.protocol.store import StateStoreError, duration_micros, to_micros
 
 __all__ = [
-    "IDEMPOTENCY_IN_PROGRESS",
     "LEGACY_SCOPE",
     "LOCAL_CACHE_REPLAY",
     "ClaimOutcome",
@@ -75,9 +74,6 @@ __all__ = [
     "booking_payload_hash",
     "lease_owner",
 ]
-
-#: The adapter-specific, retryable code for "another call with this key is still in flight".
-IDEMPOTENCY_IN_PROGRESS = "idempotency_in_progress"
 
 #: The spec's ``osbp_runtime`` for a result served from local idempotency state.
 LOCAL_CACHE_REPLAY = RuntimeDiagnostics(
@@ -439,7 +435,7 @@ def _placing(placing_json: str | None) -> Placing | None:
 
 def _in_progress(what: str) -> Problem:
     return problem(
-        IDEMPOTENCY_IN_PROGRESS,
+        ExtensionCode.IDEMPOTENCY_IN_PROGRESS,
         f"{what}. No platform create call was made by this request; retry booking.create with the same "
         "idempotency_key and payload shortly.",
         retryable=True,

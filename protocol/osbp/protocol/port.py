@@ -36,7 +36,7 @@ approval token's hash) and, on the approved retry, places it without resolving a
 depend on the clock (the mandate's expiry and window) still run on the stored offer, and
 :attr:`BookingRequest.validator` carries the validator to ``place_booking``, which must send it so the
 platform refuses the create if any fact it covers changed. That refusal is ``place_booking``'s
-:data:`OFFER_CHANGED` Problem (it promises no appointment was made); the core then resolves afresh and
+``OFFER_CHANGED`` Problem (it promises no appointment was made); the core then resolves afresh and
 challenges the user again if the summary changed, so nothing is ever booked at facts the user did not
 approve. An adapter without validators leaves both ``None``: every create resolves afresh, as before.
 """
@@ -48,7 +48,6 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from osbp.protocol.contract import PlatformTools
-from osbp.protocol.idempotency import IDEMPOTENCY_IN_PROGRESS
 from osbp.protocol.models import (
     Booking,
     BookingCreateInput,
@@ -57,10 +56,9 @@ from osbp.protocol.models import (
     Service,
     Slot,
 )
-from osbp.protocol.problems import UNTRANSLATABLE_PLATFORM_DATA, UPSTREAM_UNAVAILABLE, ProblemCode
+from osbp.protocol.problems import ExtensionCode, ProblemCode
 
 __all__ = [
-    "OFFER_CHANGED",
     "OUTCOME_UNKNOWN",
     "BookingRequest",
     "Offer",
@@ -70,17 +68,13 @@ __all__ = [
     "receipt_id",
 ]
 
-#: ``place_booking``'s answer when the platform refused the create because a fact the offer's validator
-#: covers changed (no appointment was made). Port-internal: the core resolves again, never returns it.
-OFFER_CHANGED = "offer_changed"
-
 #: ``place_booking`` Problems after which the platform may still have created the appointment.
 OUTCOME_UNKNOWN = frozenset(
     {
-        UPSTREAM_UNAVAILABLE,
-        UNTRANSLATABLE_PLATFORM_DATA,
+        ExtensionCode.UPSTREAM_UNAVAILABLE,
+        ExtensionCode.UNTRANSLATABLE_PLATFORM_DATA,
         ProblemCode.INTERNAL_ADAPTER_ERROR,
-        IDEMPOTENCY_IN_PROGRESS,
+        ExtensionCode.IDEMPOTENCY_IN_PROGRESS,
     }
 )
 
@@ -98,7 +92,7 @@ class BookingRequest:
     #: ``date`` + ``time`` as one merchant wall-clock string (``2026-05-05T13:00:00``), already checked.
     starts_at_local: str
     #: The approved offer's :attr:`Offer.validator`: ``place_booking`` sends it so the platform refuses
-    #: the create (:data:`OFFER_CHANGED`) if the facts moved. ``None``: an unconditional create.
+    #: the create (``OFFER_CHANGED``) if the facts moved. ``None``: an unconditional create.
     validator: str | None = None
     #: The key of this logical create at the platform when it is not the OSBP key: a remote subject's
     #: (:func:`osbp.protocol.principal.platform_key`), so two subjects' attempts under one OSBP key are

@@ -1,8 +1,9 @@
-"""The OSBP v0.1.0 Problem codes and small constructors with sensible default messages.
+"""The OSBP v0.1.0 Problem codes, the one table of them, and small constructors with default messages.
 
-``ProblemCode`` holds the spec's protocol-meaningful set (its "codes in use" table). Adapters may emit
-additional adapter-specific codes; :func:`problem` accepts any string code for that. Messages are
-explanatory English prose, never a parsing target, and never carry raw upstream bodies.
+``ProblemCode`` holds the spec's protocol-meaningful set (its "codes in use" table), ``ExtensionCode`` the
+codes this implementation answers beside it. A plug-in adapter may emit codes of its own; :func:`problem`
+accepts any string code for that. Messages are explanatory English prose, never a parsing target, and
+never carry raw upstream bodies.
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ from enum import StrEnum
 from osbp.protocol.models import Problem
 
 __all__ = [
+    "ALL_CODES",
     "DEFAULT_MESSAGES",
-    "INVALID_CUSTOMER",
     "RETRYABLE_CODES",
-    "UNTRANSLATABLE_PLATFORM_DATA",
-    "UPSTREAM_UNAVAILABLE",
+    "ExtensionCode",
     "ProblemCode",
     "problem",
 ]
@@ -51,13 +51,62 @@ class ProblemCode(StrEnum):
     INTERNAL_ADAPTER_ERROR = "internal_adapter_error"
 
 
-# Extension codes the protocol core itself answers (the spec allows codes beside its table).
-#: The platform could not be reached (5xx, timeout, refused connection): retryable.
-UPSTREAM_UNAVAILABLE = "upstream_unavailable"
-#: booking.create without the customer's name or a contact, which the core requires before approval.
-INVALID_CUSTOMER = "invalid_customer"
-#: The platform answered with a value OSBP cannot represent exactly: fail closed, not retryable.
-UNTRANSLATABLE_PLATFORM_DATA = "untranslatable_platform_data"
+class ExtensionCode(StrEnum):
+    """The codes this implementation answers beside the spec's table (the spec allows them), by who answers.
+
+    Every module that answers or tests for one of these names the member; none spells the string again.
+    """
+
+    # The protocol core.
+    #: The platform could not be reached (5xx, timeout, refused connection): retryable.
+    UPSTREAM_UNAVAILABLE = "upstream_unavailable"
+    #: booking.create without the customer's name or a contact, which the core requires before approval.
+    INVALID_CUSTOMER = "invalid_customer"
+    #: The platform answered with a value OSBP cannot represent exactly: fail closed, not retryable.
+    UNTRANSLATABLE_PLATFORM_DATA = "untranslatable_platform_data"
+    #: Another call with this idempotency key is still in flight (retryable).
+    IDEMPOTENCY_IN_PROGRESS = "idempotency_in_progress"
+    #: ``place_booking``'s answer when the platform refused the create because a fact the offer's validator
+    #: covers changed (no appointment was made). Port-internal: the core resolves again, never returns it.
+    OFFER_CHANGED = "offer_changed"
+    #: The user did not answer the host's confirmation request in time (retryable: nothing was booked).
+    CONFIRMATION_TIMEOUT = "confirmation_timeout"
+    #: The retry came before the user answered the confirmation page (retryable: nothing was booked).
+    CONFIRMATION_PENDING = "confirmation_pending"
+    #: The host could not ask the user (it failed, or it cannot elicit while the operator requires it).
+    CONFIRMATION_UNAVAILABLE = "confirmation_unavailable"
+    # The reference adapter.
+    #: A setting the adapter needs is missing.
+    MISSING_CONFIG = "missing_config"
+    #: Arguments that fail the tool's input schema, or input the adapter's own checks reject (a malformed
+    #: date); the server answers it too.
+    INVALID_INPUT = "invalid_input"
+    #: The verification purpose is not ``booking:{organization_id}``.
+    INVALID_VERIFICATION_PURPOSE = "invalid_verification_purpose"
+    #: The platform offers no customer verification.
+    VERIFICATION_NOT_SUPPORTED = "verification_not_supported"
+    #: The platform cannot verify a customer before the booking's create.
+    PRE_VERIFICATION_NOT_SUPPORTED = "pre_verification_not_supported"
+    #: The platform does not know the configured organization (a configuration error).
+    ORGANIZATION_NOT_FOUND = "organization_not_found"
+    #: The platform has no such service for this organization.
+    SERVICE_NOT_FOUND = "service_not_found"
+    #: The platform has no such schedule for this organization.
+    SCHEDULE_NOT_FOUND = "schedule_not_found"
+    #: The platform has no such provider for this organization.
+    PROVIDER_NOT_FOUND = "provider_not_found"
+    #: The provider does not offer this service at this schedule.
+    PROVIDER_NOT_ELIGIBLE = "provider_not_eligible"
+    # The MCP server.
+    #: A ``tools/call`` naming a tool this server does not offer.
+    UNKNOWN_TOOL = "unknown_tool"
+    #: A call whose audit record could not be written before anything changed (a read's record, an
+    #: effect's intent): its answer is withheld, and it is retryable, since nothing changed.
+    AUDIT_UNAVAILABLE = "audit_unavailable"
+
+
+#: Every code this implementation answers: the spec's table, then the extensions.
+ALL_CODES: tuple[str, ...] = (*ProblemCode, *ExtensionCode)
 
 
 #: Codes the spec marks retryable. ``requires_user_confirmation`` is retryable only in its challenge form

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from osbp.server.audit import AUDIT_KEY_MIN_LENGTH, DEFAULT_AUDIT_PATH
 from osbp.server.audit_verify import OpenIntent, verify_chain
+from osbp.server.settings import variable
 
 __all__ = ["main"]
 
@@ -43,6 +44,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The variables the server writes and keys its log with, as its settings object names them.
+_AUDIT_LOG_PATH = variable("audit_log_path")
+_AUDIT_KEY = variable("audit_key")
+
+
 def _fail(message: str) -> int:
     sys.stderr.write(f"osbp audit verify: {message}\n")
     return 2
@@ -51,9 +57,9 @@ def _fail(message: str) -> int:
 def _log_path(given: str | None) -> Path | str:
     """The log to check, or why the path given cannot name one."""
     if given is None:
-        return Path(os.environ.get("OSBP_AUDIT_LOG_PATH") or DEFAULT_AUDIT_PATH)
+        return Path(os.environ.get(_AUDIT_LOG_PATH) or DEFAULT_AUDIT_PATH)
     if not given.strip():
-        return "the log path is empty: give the audit log file, or leave it out to check $OSBP_AUDIT_LOG_PATH"
+        return f"the log path is empty: give the audit log file, or leave it out to check ${_AUDIT_LOG_PATH}"
     return Path(given)
 
 
@@ -105,9 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     refused = next((path for path in paths if isinstance(path, str)), None)
     if refused is not None:
         return _fail(refused)
-    secret = os.environ.get("OSBP_AUDIT_KEY") or None
+    secret = os.environ.get(_AUDIT_KEY) or None
     if secret is not None and len(secret) < AUDIT_KEY_MIN_LENGTH:
-        return _fail(f"OSBP_AUDIT_KEY must be at least {AUDIT_KEY_MIN_LENGTH} characters")
+        return _fail(f"{_AUDIT_KEY} must be at least {AUDIT_KEY_MIN_LENGTH} characters")
     key = None if secret is None else secret.encode()
     several = len(paths) > 1
     return max(

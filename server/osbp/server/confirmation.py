@@ -53,9 +53,6 @@ from mcp.types import (
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from osbp.protocol.confirmation import (
-    CONFIRMATION_PENDING,
-    CONFIRMATION_TIMEOUT,
-    CONFIRMATION_UNAVAILABLE,
     Confirmed,
     Refused,
 )
@@ -64,7 +61,7 @@ from osbp.protocol.confirmation_rounds import ConfirmationRounds, new_round_id
 from osbp.protocol.idempotency import booking_payload_hash
 from osbp.protocol.models import BookingCreateInput, Problem
 from osbp.protocol.principal import current_principal
-from osbp.protocol.problems import ProblemCode, problem
+from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.server._sdk import ServerRequestContext
 
 if TYPE_CHECKING:  # the page is served over HTTP only: stdio never imports it
@@ -155,13 +152,13 @@ _SPENT = problem(
     retryable=False,
 )
 _TIMED_OUT = problem(
-    CONFIRMATION_TIMEOUT,
+    ExtensionCode.CONFIRMATION_TIMEOUT,
     "The user did not answer the host's confirmation of this booking in time, so nothing was booked. Retry "
     "booking.create with the same payload and idempotency_key when the user is ready to confirm.",
     retryable=True,
 )
 _HOST_FAILED = problem(
-    CONFIRMATION_UNAVAILABLE,
+    ExtensionCode.CONFIRMATION_UNAVAILABLE,
     "The host could not ask the user to confirm this booking (its elicitation request failed), so nothing "
     "was booked. Route to handoff.request, or retry once the host can show confirmations.",
     retryable=False,
@@ -228,14 +225,14 @@ def _refusal(result: ElicitResult) -> Refused:
 
 
 _NO_ELICITATION = problem(
-    CONFIRMATION_UNAVAILABLE,
+    ExtensionCode.CONFIRMATION_UNAVAILABLE,
     "This server requires the user to confirm every booking through the host (MCP elicitation), and this "
     "client did not declare form elicitation, so nothing was booked and no approval token is issued. Use "
     "a host that supports elicitation, or route to handoff.request.",
     retryable=False,
 )
 _PAGE_REQUIRED = problem(
-    CONFIRMATION_UNAVAILABLE,
+    ExtensionCode.CONFIRMATION_UNAVAILABLE,
     "This merchant requires the user to confirm every booking on this server's confirmation page, which "
     "the host opens through URL-mode elicitation (MCP 2026-07-28, over this server's Streamable HTTP "
     "endpoint), and this client did not declare URL-mode elicitation here, so nothing was booked. No "
@@ -244,7 +241,7 @@ _PAGE_REQUIRED = problem(
     retryable=False,
 )
 _NO_ROUNDS = problem(
-    CONFIRMATION_UNAVAILABLE,
+    ExtensionCode.CONFIRMATION_UNAVAILABLE,
     "This server keeps no record of confirmation rounds, so it cannot ask the user through the host in "
     "rounds, and nothing was booked. Route to handoff.request.",
     retryable=False,
@@ -400,26 +397,26 @@ _PAGE_LEAD = (
     "decline it there. Nothing is booked until you confirm on the page."
 )
 _PAGE_PENDING = problem(
-    CONFIRMATION_PENDING,
+    ExtensionCode.CONFIRMATION_PENDING,
     "The user has not confirmed this booking on the confirmation page yet, so nothing was booked. Retry "
     "booking.create with the same payload and idempotency_key when the user says they are ready: the host "
     "is given a new confirmation page for the booking.",
     retryable=True,
 )
 _PAGE_EXPIRED = problem(
-    CONFIRMATION_TIMEOUT,
+    ExtensionCode.CONFIRMATION_TIMEOUT,
     "The confirmation page for this booking expired before the user confirmed it, so nothing was booked. "
     "Retry booking.create with the same payload and idempotency_key when the user is ready to confirm.",
     retryable=True,
 )
 _PAGE_FOREIGN = problem(
-    CONFIRMATION_UNAVAILABLE,
+    ExtensionCode.CONFIRMATION_UNAVAILABLE,
     "This confirmation page was issued for another caller or another booking, so it confirms nothing here "
     "and nothing was booked. Retry booking.create without it to be asked for this booking.",
     retryable=False,
 )
 _PAGE_USED = problem(
-    CONFIRMATION_UNAVAILABLE,
+    ExtensionCode.CONFIRMATION_UNAVAILABLE,
     "This confirmation page was already spent by a booking, so it confirms nothing more and nothing was "
     "booked. Retry booking.create with the same payload and idempotency_key to replay that booking.",
     retryable=False,

@@ -62,7 +62,7 @@ from osbp.protocol.models import (
     VerificationVerifyInput,
 )
 from osbp.protocol.principal import current_principal
-from osbp.protocol.problems import ProblemCode, problem
+from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.protocol.tools import tool_spec
 from osbp.protocol.upstream import capture_upstream
 from osbp.server.audit import AuditDraft, AuditLog, Decision
@@ -70,23 +70,11 @@ from osbp.server.confirmation import InputRequiredConfirmer
 from osbp.server.tools import TOOL_DEFINITIONS, dotted_name
 
 __all__ = [
-    "AUDIT_UNAVAILABLE",
-    "INVALID_INPUT",
-    "UNKNOWN_TOOL",
     "Outcome",
     "ToolDispatcher",
     "envelope_result",
     "new_audit_id",
 ]
-
-#: Arguments that fail the tool's input schema (the reference adapter uses the same code for input its
-#: own checks reject, such as a malformed date).
-INVALID_INPUT = "invalid_input"
-#: A ``tools/call`` naming a tool this server does not offer.
-UNKNOWN_TOOL = "unknown_tool"
-#: A call whose audit record could not be written before anything changed (a read's record, an effect's
-#: intent): its answer is withheld, and it is retryable, since nothing changed.
-AUDIT_UNAVAILABLE = "audit_unavailable"
 
 #: Tools whose call changes something outside the server; their answer is never withheld.
 _EFFECTFUL: frozenset[ToolName] = frozenset(
@@ -104,7 +92,7 @@ logger = logging.getLogger("osbp.server")
 
 #: The answer when an effect's intent record cannot be made durable: nothing was sent.
 _NOT_SENT = problem(
-    AUDIT_UNAVAILABLE,
+    ExtensionCode.AUDIT_UNAVAILABLE,
     "The server could not record this call in its audit log before acting, so nothing was sent to the "
     "platform: no booking was made and no message was sent. Retry shortly with the same arguments; if this "
     "persists, the operator must repair the audit log (see the server's log) before any booking.",
@@ -131,7 +119,11 @@ class _Journal:
         try:
             await self.audit.aappend(draft, durable=True)
         except Exception:
-            fields = {"tool": tool, "mandate_id": draft.mandate_id, "answered": AUDIT_UNAVAILABLE}
+            fields = {
+                "tool": tool,
+                "mandate_id": draft.mandate_id,
+                "answered": ExtensionCode.AUDIT_UNAVAILABLE,
+            }
             logger.error("audit_intent_failed", exc_info=True, extra=fields)
             self.refused = _NOT_SENT
             return _NOT_SENT
@@ -378,7 +370,7 @@ class ToolDispatcher:
             logger.info("unknown_tool_called")
             return _rejected(
                 problem(
-                    UNKNOWN_TOOL,
+                    ExtensionCode.UNKNOWN_TOOL,
                     f"This server has no tool named {_name_of(mcp_name)}. It offers the eight osbp_* tools "
                     "(see tools/list). Nothing ran and nothing was recorded.",
                     retryable=False,
@@ -388,7 +380,9 @@ class ToolDispatcher:
             inp = tool_spec(name).input_model.model_validate(dict(arguments or {}))
         except ValidationError as error:
             logger.info("tool_arguments_rejected", extra={"tool": name, "errors": error.error_count()})
-            return _rejected(problem(INVALID_INPUT, _validation_message(mcp_name, error), retryable=False))
+            return _rejected(
+                problem(ExtensionCode.INVALID_INPUT, _validation_message(mcp_name, error), retryable=False)
+            )
         # Shielded: once a call has started, a client disconnect or cancel must not cut it off between the
         # platform's answer and the audit record (a booking created but never audited).
         with anyio.CancelScope(shield=True):
@@ -472,12 +466,14 @@ class ToolDispatcher:
             return envelope_result(_envelope(outcome, None))
         # Nothing reached the platform: withhold the answer rather than answer an unaudited call, so an
         # agent stops before it reaches an effect that could not be audited either.
-        logger.error("audit_append_failed", exc_info=True, extra=fields | {"answered": AUDIT_UNAVAILABLE})
+        logger.error(
+            "audit_append_failed", exc_info=True, extra=fields | {"answered": ExtensionCode.AUDIT_UNAVAILABLE}
+        )
         if journal.refused is not None:
             return _rejected(journal.refused)
         return _rejected(
             problem(
-                AUDIT_UNAVAILABLE,
+                ExtensionCode.AUDIT_UNAVAILABLE,
                 "The server could not record this call in its audit log, so it withheld the answer; "
                 "nothing was changed. Retry shortly; if this persists, the operator must repair the audit "
                 "log (see the server's log) before any booking.",

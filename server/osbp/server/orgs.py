@@ -47,24 +47,26 @@ from osbp.protocol.models import (
     VerificationVerifyInput,
 )
 from osbp.protocol.principal import current_principal
-from osbp.protocol.problems import UPSTREAM_UNAVAILABLE, ProblemCode, problem
+from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.protocol.state import StateStoreError
 
 __all__ = ["Directory", "OrganizationRouter", "SingleDirectory", "served_organizations"]
 
 T = TypeVar("T")
 
-_SERVICE_NOT_FOUND = problem("service_not_found", "The platform has no such service for this organization.")
+_SERVICE_NOT_FOUND = problem(
+    ExtensionCode.SERVICE_NOT_FOUND, "The platform has no such service for this organization."
+)
 _SCHEDULE_NOT_FOUND = problem(
-    "schedule_not_found", "The platform has no such schedule (location) for this organization."
+    ExtensionCode.SCHEDULE_NOT_FOUND, "The platform has no such schedule (location) for this organization."
 )
 _NO_SERVICE = problem(
-    "invalid_input",
+    ExtensionCode.INVALID_INPUT,
     "This server serves several organizations: give the service_id (from the merchant's catalog) so the "
     "call can reach its organization.",
 )
 _PURPOSE = problem(
-    "invalid_verification_purpose",
+    ExtensionCode.INVALID_VERIFICATION_PURPOSE,
     "The verification purpose must be booking:{organization_id} for an organization this server serves.",
 )
 
@@ -242,7 +244,7 @@ class OrganizationRouter:
             missing,
             lambda core: core.get_booking(inp),
         )
-        if isinstance(result, Failure) and result.problem.code == UPSTREAM_UNAVAILABLE:
+        if isinstance(result, Failure) and result.problem.code == ExtensionCode.UPSTREAM_UNAVAILABLE:
             return await self._snapshot(booking_id, result)
         return result
 

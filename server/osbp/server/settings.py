@@ -6,7 +6,9 @@ as ``adapter``. Every field names its variable and flag once, in a :class:`~osbp
 everything else is derived from the fields (:func:`settings_of`): the environment reading (each field from
 its own flat ``OSBP_*`` name, nested or not; an empty value counts as unset), the flags of ``osbp mcp``
 (:mod:`osbp.server.cli`), and the one-line message naming what is missing or which value breaks which
-rule (:func:`describe`).
+rule (:func:`describe`), and the ``OSBP_*`` environment a process that starts a server hands it
+(:func:`environment`, from a settings object built with ``model_construct``: the field names are checked,
+the variable names never retyped).
 
 The platform base URL and the organization id have no default, so an unconfigured server says what to
 set instead of guessing a merchant; the organization setting names one organization (the spec's scope,
@@ -29,7 +31,7 @@ import typing
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -67,8 +69,10 @@ __all__ = [
     "Transport",
     "confirmation_modes",
     "describe",
+    "environment",
     "nest",
     "settings_of",
+    "variable",
 ]
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -145,6 +149,49 @@ def nest(values: Mapping[tuple[str, ...], Any], leaves: tuple[Leaf, ...]) -> dic
         if leaf.path in values:
             parent[leaf.path[-1]] = values[leaf.path]
     return nested
+
+
+def variable(path: str, model: type[BaseModel] | None = None) -> str:
+    """The ``OSBP_*`` variable of the setting at a dotted field ``path`` (``"adapter.state_path"``)."""
+    wanted = tuple(path.split("."))
+    for leaf in settings_of(model or ServerSettings):
+        if leaf.path == wanted:
+            return leaf.setting.env
+    raise KeyError(f"no setting {path!r}")
+
+
+def _variable_value(value: object) -> str:
+    """A setting's value as its variable spells it (the server reads it back to the same value)."""
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        # Full precision, so a child's frozen instant is its parent's to the microsecond.
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return str(value)
+
+
+def environment(settings: BaseModel) -> dict[str, str]:
+    """The ``OSBP_*`` variables that give a server exactly the fields set on ``settings``.
+
+    Build ``settings`` with ``ServerSettings.model_construct(...)`` (nested parts with their own
+    ``model_construct``): only the fields given there, and not ``None``, become variables, so a caller
+    names fields (checked by the type checker) and never spells a variable.
+    """
+    variables: dict[str, str] = {}
+    for leaf in settings_of(type(settings)):
+        owner: Any = settings
+        for part in leaf.path[:-1]:
+            if part not in owner.model_fields_set:
+                owner = None
+                break
+            owner = getattr(owner, part)
+        name = leaf.path[-1]
+        if owner is None or name not in owner.model_fields_set or getattr(owner, name) is None:
+            continue
+        variables[leaf.setting.env] = _variable_value(getattr(owner, name))
+    return variables
 
 
 class _Variables(PydanticBaseSettingsSource):

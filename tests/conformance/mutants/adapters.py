@@ -25,7 +25,7 @@ from osbp.adapter.upstream import LifecycleNotices
 from osbp.protocol.contract import Failure, Success
 from osbp.protocol.models import Booking, Money, OperatingHours, Policy, Problem, RuntimeDiagnostics, Service
 from osbp.protocol.port import BookingRequest
-from osbp.protocol.problems import UPSTREAM_UNAVAILABLE, ProblemCode, problem
+from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.protocol.timeutil import load_zone, parse_wall_clock
 from osbp.server.settings import ServerSettings
 
@@ -296,7 +296,11 @@ async def _accept_wrong_code(place: Place, request: BookingRequest, name: str) -
 async def _slot_taken_as_outage(place: Place, request: BookingRequest, name: str) -> Booking | Problem:
     result = await place(request, name)
     if isinstance(result, Problem) and result.code == ProblemCode.SLOT_TAKEN:
-        return problem(UPSTREAM_UNAVAILABLE, "The booking platform failed; try again later.", retryable=True)
+        return problem(
+            ExtensionCode.UPSTREAM_UNAVAILABLE,
+            "The booking platform failed; try again later.",
+            retryable=True,
+        )
     return result
 
 

@@ -31,7 +31,7 @@ from osbp.conformance import (
     run_battery,
     server_env,
 )
-from osbp.conformance.self_target import SELF_APPROVAL_TTL_SECONDS
+from osbp.conformance.self_target import SELF_APPROVAL_TTL_SECONDS, server_variables
 from tests.conformance.mutants.adapters import MUTANT_ENV
 from tests.conformance.mutants.catalog import MUTANTS, Mutant
 from tests.conformance.mutants.platform import run_base_url, shared_platform
@@ -128,11 +128,9 @@ async def run_matrix(mutants: Sequence[Mutant] = MUTANTS, *, workers: int = 2) -
                 audit_log = Path(state) / name / "audit" / "events.jsonl"
                 env = server_env(
                     {
-                        "OSBP_PLATFORM_BASE_URL": base,
-                        "OSBP_ORGANIZATION_ID": fixtures.organization_id,
-                        "OSBP_STATE_PATH": str(Path(state) / name / "state.db"),
-                        "OSBP_AUDIT_LOG_PATH": str(audit_log),
-                        "OSBP_APPROVAL_TTL_SECONDS": str(SELF_APPROVAL_TTL_SECONDS),
+                        **server_variables(
+                            base, fixtures.organization_id, Path(state) / name / "state.db", audit_log
+                        ),
                         "PYTHONPATH": str(REPO),
                         **extra,
                     }

@@ -25,7 +25,7 @@ from osbp.conformance import (
     run_battery,
     server_env,
 )
-from osbp.conformance.self_target import SELF_APPROVAL_TTL_SECONDS
+from osbp.conformance.self_target import SELF_APPROVAL_TTL_SECONDS, server_variables
 from tests.conformance.mutants.harness import battery_hooks
 from tests.conformance.mutants.platform import run_base_url
 from tests.support.paths import python_path
@@ -45,11 +45,7 @@ async def _grade(platform_url: str, tree: Path) -> int:
         audit_log = Path(state) / "audit" / "events.jsonl"
         env = server_env(
             {
-                "OSBP_PLATFORM_BASE_URL": base,
-                "OSBP_ORGANIZATION_ID": fixtures.organization_id,
-                "OSBP_STATE_PATH": str(Path(state) / "state.db"),
-                "OSBP_AUDIT_LOG_PATH": str(audit_log),
-                "OSBP_APPROVAL_TTL_SECONDS": str(SELF_APPROVAL_TTL_SECONDS),
+                **server_variables(base, fixtures.organization_id, Path(state) / "state.db", audit_log),
                 # The mutated module is imported from this tree, and never from a stale bytecode cache.
                 "PYTHONPATH": python_path(tree),
                 "PYTHONDONTWRITEBYTECODE": "1",
