@@ -14,6 +14,7 @@ from osbp.protocol.models import Problem
 __all__ = [
     "DEFAULT_MESSAGES",
     "INVALID_CUSTOMER",
+    "INVALID_INPUT",
     "RETRYABLE_CODES",
     "UNTRANSLATABLE_PLATFORM_DATA",
     "UPSTREAM_UNAVAILABLE",
@@ -58,6 +59,8 @@ UPSTREAM_UNAVAILABLE = "upstream_unavailable"
 INVALID_CUSTOMER = "invalid_customer"
 #: The platform answered with a value OSBP cannot represent exactly: fail closed, not retryable.
 UNTRANSLATABLE_PLATFORM_DATA = "untranslatable_platform_data"
+#: A tool input the core refuses before any platform call (availability.find's date or earliest_start).
+INVALID_INPUT = "invalid_input"
 
 
 #: Codes the spec marks retryable. ``requires_user_confirmation`` is retryable only in its challenge form

@@ -22,9 +22,8 @@ from mcp.types import CallToolResult
 from osbp.protocol.approval import APPROVAL_TOKEN_PATTERN
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import FixedClock
-from osbp.protocol.contract import AdapterResult, Success
 from osbp.protocol.core import OsbpCore
-from osbp.protocol.models import TOOL_NAMES, Service, ServiceDescribeInput
+from osbp.protocol.models import TOOL_NAMES, Problem, Service, ServiceDescribeInput
 from osbp.protocol.schemas import tool_input_schema, tool_result_schema
 from osbp.protocol.tools import mcp_tool_name
 from osbp.server.app import create_server
@@ -299,10 +298,10 @@ async def test_an_adapter_exception_becomes_an_audited_internal_adapter_error(
 class UnspeakableAdapter(MemoryAdapter):
     """The in-memory adapter, except that service.describe answers text no JSON can carry."""
 
-    async def describe_service(self, inp: ServiceDescribeInput) -> AdapterResult[Service]:
+    async def describe_service(self, inp: ServiceDescribeInput) -> Service | Problem:
         """A service whose name holds a lone surrogate."""
         await super().describe_service(inp)
-        return Success(Service(id="svc_cut", name="Hair\ud800cut"))
+        return Service(id="svc_cut", name="Hair\ud800cut")
 
 
 @pytest.mark.anyio
