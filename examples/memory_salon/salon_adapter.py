@@ -7,11 +7,12 @@ The module has two halves:
   own dialect on purpose (prices in major units, durations in minutes, weekday names, a local date plus
   ``HH:MM``, its own error names), because translating a platform's dialect is an adapter's whole job.
   Replace it with your platform's client.
-* **The adapter** (:class:`SalonAdapter`) implements :class:`osbp.protocol.port.PlatformAdapter`: six read
-  and verification methods, plus ``resolve_booking`` and ``place_booking`` for booking.create. It only
-  translates. The protocol core (:class:`osbp.protocol.core.OsbpCore`, which the server wraps around every
-  adapter) validates the mandate, runs the final-confirmation gate, keeps the idempotency records and
-  writes the receipt.
+* **The adapter** (:class:`SalonAdapter`) implements :class:`osbp.protocol.PlatformAdapter`: six read
+  and verification methods, plus ``resolve_booking`` and ``place_booking`` for booking.create, each
+  returning its value or a Problem. It only translates: availability.find returns the day's openings and
+  the protocol core (:class:`osbp.protocol.OsbpCore`, which the server wraps around every adapter) checks
+  the date, orders, filters by ``earliest_start`` and pages; for booking.create it validates the mandate,
+  runs the final-confirmation gate, keeps the idempotency records and writes the receipt.
 
 Serve it (the server requires a platform URL; this platform lives in memory and ignores it)::
 
@@ -28,6 +29,7 @@ import datetime as dt
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from osbp.protocol import BookingRequest, Offer
 from osbp.protocol.models import (
     AvailabilityFindInput,
     Booking,
@@ -52,7 +54,6 @@ from osbp.protocol.models import (
     VerificationVerifyInput,
 )
 from osbp.protocol.money import MoneyError, money_from_major
-from osbp.protocol.port import BookingRequest, Offer
 from osbp.protocol.problems import INVALID_CUSTOMER, UPSTREAM_UNAVAILABLE, ProblemCode, problem
 from osbp.protocol.timeutil import (
     format_wall_clock,
