@@ -1,62 +1,7 @@
-"""The platform-neutral OSBP v0.1.0 core: models, mandate validation, the approval gate, money and time.
+"""Not a package: this folder holds the source of ``osbp.<folder>``, the one name it is imported by."""
 
-This package's names are the plug-in contract: an integrator implements :class:`PlatformAdapter` (every
-method returns its value or a :class:`Problem`), and :class:`OsbpCore` adds every OSBP rule around it (the
-read tools' input checks and availability paging, mandate validation, the approval gate, idempotency).
-docs/adapter.md walks through writing one; the submodules hold the rest of the core.
-"""
-
-from osbp.protocol.core import OsbpCore
-from osbp.protocol.models import (
-    AvailabilityFindInput,
-    Booking,
-    BookingCreateInput,
-    BookingStatus,
-    BookingStatusInput,
-    Customer,
-    Money,
-    OperatingHours,
-    PlatformIdentity,
-    Policy,
-    PolicyExplainInput,
-    PolicyOrganization,
-    Problem,
-    Service,
-    ServiceDescribeInput,
-    Slot,
-    VerificationChallenge,
-    VerificationSendInput,
-    VerificationVerifyInput,
+_FOLDER = __name__.rpartition(".")[2]
+raise ImportError(
+    f"{_FOLDER}/ is a source folder: import osbp.{_FOLDER}. If 'import osbp.{_FOLDER}' led here, the current "
+    "folder is the one above an osbp checkout named 'osbp': run from another folder, or with 'python -P'."
 )
-from osbp.protocol.port import OFFER_CHANGED, OUTCOME_UNKNOWN, BookingRequest, Offer, PlatformAdapter
-from osbp.protocol.problems import ProblemCode, problem
-
-__all__ = [
-    "OFFER_CHANGED",
-    "OUTCOME_UNKNOWN",
-    "AvailabilityFindInput",
-    "Booking",
-    "BookingCreateInput",
-    "BookingRequest",
-    "BookingStatus",
-    "BookingStatusInput",
-    "Customer",
-    "Money",
-    "Offer",
-    "OperatingHours",
-    "OsbpCore",
-    "PlatformAdapter",
-    "PlatformIdentity",
-    "Policy",
-    "PolicyExplainInput",
-    "PolicyOrganization",
-    "Problem",
-    "ProblemCode",
-    "Service",
-    "ServiceDescribeInput",
-    "Slot",
-    "VerificationChallenge",
-    "VerificationSendInput",
-    "VerificationVerifyInput",
-    "problem",
-]
