@@ -7,11 +7,12 @@ The module has two halves:
   own dialect on purpose (prices in major units, durations in minutes, weekday names, a local date plus
   ``HH:MM``, its own error names), because translating a platform's dialect is an adapter's whole job.
   Replace it with your platform's client.
-* **The adapter** (:class:`SalonAdapter`) implements :class:`osbp.protocol.port.PlatformAdapter`: six read
-  and verification methods, plus ``resolve_booking`` and ``place_booking`` for booking.create. It only
-  translates. The protocol core (:class:`osbp.protocol.core.OsbpCore`, which the server wraps around every
-  adapter) validates the mandate, runs the final-confirmation gate, keeps the idempotency records and
-  writes the receipt.
+* **The adapter** (:class:`SalonAdapter`) implements :class:`osbp.protocol.PlatformAdapter`: six read
+  and verification methods, plus ``resolve_booking`` and ``place_booking`` for booking.create, each
+  returning its value or a Problem. It only translates: availability.find returns the day's openings and
+  the protocol core (:class:`osbp.protocol.OsbpCore`, which the server wraps around every adapter) checks
+  the date, orders, filters by ``earliest_start`` and pages; for booking.create it validates the mandate,
+  runs the final-confirmation gate, keeps the idempotency records and writes the receipt.
 
 Serve it (the server requires a platform URL; this platform lives in memory and ignores it)::
 
@@ -28,7 +29,7 @@ import datetime as dt
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from osbp.protocol.contract import AdapterResult, Failure, Success
+from osbp.protocol import BookingRequest, Offer
 from osbp.protocol.models import (
     AvailabilityFindInput,
     Booking,
@@ -53,12 +54,10 @@ from osbp.protocol.models import (
     VerificationVerifyInput,
 )
 from osbp.protocol.money import MoneyError, money_from_major
-from osbp.protocol.port import BookingRequest, Offer
 from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.protocol.timeutil import (
     format_wall_clock,
     minutes_to_duration,
-    parse_date,
     parse_wall_clock,
     wall_clock_to_instant,
 )
@@ -397,59 +396,53 @@ class SalonAdapter:
         """The one organization served (the mandate's organization scope)."""
         return ORGANIZATION_ID
 
-    async def describe_service(self, inp: ServiceDescribeInput) -> AdapterResult[Service]:
+    async def describe_service(self, inp: ServiceDescribeInput) -> Service | Problem:
         """service.describe: one catalog read."""
         service_id = inp.service_id or DEFAULT_SERVICE_ID
         row = _answer(f"GET /services/{service_id}", self.book.service(service_id))
-        return Failure(row) if isinstance(row, Problem) else Success(_service(row))
+        return row if isinstance(row, Problem) else _service(row)
 
-    async def find_availability(self, inp: AvailabilityFindInput) -> AdapterResult[list[Slot]]:
+    async def find_availability(self, inp: AvailabilityFindInput) -> list[Slot] | Problem:
         """availability.find: the salon's context, the service and its openings on the date."""
-        if parse_date(inp.date) is None:
-            return Failure(
-                problem(ExtensionCode.INVALID_INPUT, "date must be a merchant-local date YYYY-MM-DD.")
-            )
         service_id, schedule_id = inp.service_id or DEFAULT_SERVICE_ID, inp.schedule_id or DEFAULT_SCHEDULE_ID
         read = self._read(service_id)
         if isinstance(read, Problem):
-            return Failure(read)
+            return read
         openings = self._openings(service_id, schedule_id, inp.date, inp.provider_id)
         if isinstance(openings, Problem):
-            return Failure(openings)
+            return openings
         salon, row = read
-        return Success([_slot(salon, row, schedule_id, o["stylist"], inp.date, o["time"]) for o in openings])
+        return [_slot(salon, row, schedule_id, o["stylist"], inp.date, o["time"]) for o in openings]
 
-    async def explain_policy(self, inp: PolicyExplainInput) -> AdapterResult[Policy]:
+    async def explain_policy(self, inp: PolicyExplainInput) -> Policy | Problem:
         """policy.explain: the service's payment and verification facts plus the organization block."""
         read = self._read(inp.service_id or DEFAULT_SERVICE_ID)
-        return Failure(read) if isinstance(read, Problem) else Success(_policy(*read))
+        return read if isinstance(read, Problem) else _policy(*read)
 
-    async def send_verification(self, inp: VerificationSendInput) -> AdapterResult[VerificationChallenge]:
+    async def send_verification(self, inp: VerificationSendInput) -> VerificationChallenge | Problem:
         """verification.send: the salon texts its code to the customer's phone."""
         purpose = inp.purpose or f"booking:{ORGANIZATION_ID}"
         if purpose != f"booking:{ORGANIZATION_ID}":
             message = f"The verification purpose must be booking:{ORGANIZATION_ID}."
-            return Failure(problem(ExtensionCode.INVALID_VERIFICATION_PURPOSE, message))
+            return problem(ExtensionCode.INVALID_VERIFICATION_PURPOSE, message)
         phone = (inp.customer or Customer()).phone
         if not phone:
-            return Failure(
-                problem(
-                    ExtensionCode.INVALID_CUSTOMER, "The salon verifies by SMS; give the customer's phone."
-                )
+            return problem(
+                ExtensionCode.INVALID_CUSTOMER, "The salon verifies by SMS; give the customer's phone."
             )
         sent = _answer("POST /verifications", self.book.send_code(phone))
         if isinstance(sent, Problem):
-            return Failure(sent)
-        return Success(VerificationChallenge(sent=True, method="sms", purpose=purpose))
+            return sent
+        return VerificationChallenge(sent=True, method="sms", purpose=purpose)
 
-    async def verify_code(self, inp: VerificationVerifyInput) -> AdapterResult[VerificationChallenge]:
+    async def verify_code(self, inp: VerificationVerifyInput) -> VerificationChallenge | Problem:
         """verification.verify: refused, because the salon checks the code only inside the create."""
         message = (
             "The salon has no separate verification step: it checks the code while creating the "
             "appointment. Pass the customer's code to booking.create as verification_code instead. "
             "No platform call was made."
         )
-        return Failure(problem(ExtensionCode.PRE_VERIFICATION_NOT_SUPPORTED, message))
+        return problem(ExtensionCode.PRE_VERIFICATION_NOT_SUPPORTED, message)
 
     async def resolve_booking(self, request: BookingRequest) -> Offer | Problem:
         """booking.create's facts as the salon reports them now (reads only)."""
@@ -496,13 +489,13 @@ class SalonAdapter:
         made = _answer("POST /appointments", self.book.book(body, idempotency_key=request.idempotency_key))
         return made if isinstance(made, Problem) else _booking(made)
 
-    async def get_booking(self, inp: BookingStatusInput) -> AdapterResult[Booking]:
+    async def get_booking(self, inp: BookingStatusInput) -> Booking | Problem:
         """booking.status: the appointment as the salon reports it now."""
         if not inp.booking_id:
             message = "booking.status needs the booking_id from the booking.create receipt."
-            return Failure(problem(ProblemCode.BOOKING_NOT_FOUND, message))
+            return problem(ProblemCode.BOOKING_NOT_FOUND, message)
         found = _answer(f"GET /appointments/{inp.booking_id}", self.book.appointment(inp.booking_id))
-        return Failure(found) if isinstance(found, Problem) else Success(_booking(found))
+        return found if isinstance(found, Problem) else _booking(found)
 
     async def aclose(self) -> None:
         """Nothing to release (a real adapter closes its HTTP client here)."""

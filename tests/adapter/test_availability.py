@@ -1,4 +1,6 @@
-"""The availability.find answer: start order, pages that hold every slot once, display context once, size."""
+"""availability.find against the real platform: the whole day without a limit, display context once,
+pages that return the whole day once, malformed paging input refused (the rules are the core's,
+:mod:`osbp.protocol.availability`; the reference adapter fetches and translates)."""
 
 from __future__ import annotations
 
@@ -10,22 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from mcp import Client
 
-from osbp.adapter.availability import Page, page
-from osbp.adapter.native import (
-    NativeHours,
-    NativeLocation,
-    NativeOrganization,
-    NativePrice,
-    NativeProvider,
-    NativeSlot,
-)
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.core import OsbpCore
-from osbp.protocol.models import FIND_LIMIT_MAX, Slot
+from osbp.protocol.models import FIND_LIMIT_MAX
 from osbp.server.app import create_server
 from osbp.server.audit import AuditLog
 from tests.support.reference import DAY, Platform, make_adapter
@@ -39,128 +30,6 @@ CREATE_READY = ("id", "organization_id", "schedule_id", "provider_id", "service_
 TIMES_AND_PRICE = ("starts_at", "ends_at", "starts_at_local", "ends_at_local", "schedule_timezone", "price")
 REQUIRED = (*CREATE_READY, *TIMES_AND_PRICE, "schedule_name", "provider_name")
 NEXT_START = re.compile(r'earliest_start="([^"]+)"')
-ZONE = "America/New_York"
-
-
-def _location(location_id: str) -> NativeLocation:
-    hours = [NativeHours(weekday=1, open="09:00", close="17:00")]
-    return NativeLocation(id=location_id, name=location_id, kind="office", time_zone=ZONE, hours=hours)
-
-
-def _provider(provider_id: str) -> NativeProvider:
-    return NativeProvider(
-        id=provider_id, name=provider_id, image_url=f"https://img.example/{provider_id}.jpg"
-    )
-
-
-#: The organization the native slots below belong to: two schedules, three providers.
-ORGANIZATION = NativeOrganization(
-    id="org",
-    name="Org",
-    time_zone=ZONE,
-    currency="USD",
-    country="US",
-    locations=[_location("s1"), _location("s2")],
-    providers=[_provider("p1"), _provider("a"), _provider("b")],
-)
-
-
-def _slot(start: str, provider: str = "p1", schedule: str = "s1") -> NativeSlot:
-    return NativeSlot(
-        location_id=schedule,
-        location_name=schedule,
-        time_zone=ZONE,
-        provider_id=provider,
-        provider_name=provider,
-        provider_image_url=f"https://img.example/{provider}.jpg",
-        service_id="svc",
-        date="2030-05-06",
-        time=start,
-        end_date="2030-05-06",
-        end_time=start,
-        duration_minutes=0,
-        price=NativePrice(kind="fixed", amount="15.00", currency="USD"),
-    )
-
-
-def _page(slots: list[NativeSlot], earliest_start: str | None, limit: int | None) -> Page:
-    return page(slots, ORGANIZATION, earliest_start=earliest_start, limit=limit)
-
-
-def _pages(slots: list[NativeSlot], limit: int | None) -> list[list[Slot]]:
-    pages, start = [], None
-    while True:
-        found = _page(slots, start, limit)
-        pages.append(found.slots)
-        if found.next_start is None:
-            return pages
-        start = found.next_start
-
-
-@given(
-    starts=st.lists(
-        st.tuples(st.integers(8, 19), st.sampled_from([0, 20, 40]), st.sampled_from("ab")), max_size=60
-    ),
-    limit=st.integers(1, 30) | st.none(),
-)
-def test_paging_by_earliest_start_returns_every_slot_exactly_once_in_start_order(
-    starts: list[tuple[int, int, str]], limit: int | None
-) -> None:
-    """Platform choice: a page ends between two start times, so the next resumes with no loss or repeat."""
-    slots = [_slot(f"{hour:02d}:{minute:02d}", provider) for hour, minute, provider in dict.fromkeys(starts)]
-    pages = _pages(slots, limit)
-    seen = [slot.id for shown in pages for slot in shown]
-    assert sorted(seen) == sorted(f"s1:{slot.provider_id}:svc:2030-05-06T{slot.time}:00" for slot in slots)
-    assert len(seen) == len(set(seen))
-    flat = [slot.starts_at_local for shown in pages for slot in shown]
-    assert flat == sorted(flat)
-    if limit is None:
-        assert len(pages) == 1  # no limit: the whole day in one answer
-    else:
-        assert all(len(shown) <= limit + 1 for shown in pages)  # one more at most: two providers, one start
-
-
-def test_a_page_never_splits_the_slots_of_one_start_time() -> None:
-    """Platform choice: a page keeps every slot sharing its last start time, so no slot is skipped."""
-    slots = [_slot("09:00", "a"), _slot("09:00", "b"), _slot("09:20", "a"), _slot("09:20", "b")]
-    first = _page(slots, None, 1)
-    assert [slot.provider_id for slot in first.slots] == ["a", "b"]
-    assert (first.total, first.next_start) == (4, "2030-05-06T09:20:00")
-
-
-def test_earliest_start_is_inclusive_as_the_mandates_field_of_that_name() -> None:
-    """OSBP spec, BookingMandate (earliest_start compared against starts_at_local): at or after it."""
-    slots = [_slot("09:00"), _slot("09:20"), _slot("09:40")]
-    found = _page(slots, "2030-05-06T09:20:00", None)
-    assert [slot.starts_at_local for slot in found.slots] == ["2030-05-06T09:20:00", "2030-05-06T09:40:00"]
-    assert (found.total, found.next_start, found.notice) == (2, None, None)
-    later = _page(slots, "2030-05-06T09:20:00.5", None)
-    assert [slot.starts_at_local for slot in later.slots] == ["2030-05-06T09:40:00"]
-
-
-def test_a_partial_page_says_how_many_slots_there_are_and_how_to_get_the_next() -> None:
-    """OSBP spec, Result Envelope (osbp_runtime describes how the answer was produced): later slots are
-    named as not shown, never as taken, with the exact earliest_start of the next page."""
-    slots = [_slot(f"{hour:02d}:00") for hour in range(8, 20)]
-    notice = _page(slots, None, 5).notice
-    assert notice is not None
-    assert notice.idempotency is None
-    assert notice.message is not None
-    assert "first 5 of 12 open slots" in notice.message
-    assert "The 7 later slots, from 2030-05-06T13:00:00 merchant-local, are not shown here, not taken" in (
-        notice.message
-    )
-    assert NEXT_START.findall(notice.message) == ["2030-05-06T13:00:00"]
-
-
-def test_display_context_appears_once_per_schedule_and_provider() -> None:
-    """Platform choice (OSBP spec, Time Discipline: hours are display context only): repeated context once."""
-    slots = [_slot("09:00", "a"), _slot("09:00", "b"), _slot("09:20", "a", "s2"), _slot("09:40", "b", "s2")]
-    shown = [slot.to_wire() for slot in _page(slots, None, None).slots]
-    assert all(slot["organization_name"] == "Org" for slot in shown)
-    assert ["schedule_hours" in slot for slot in shown] == [True, False, True, False]
-    assert ["provider_image_url" in slot for slot in shown] == [True, True, False, False]
-    assert all(slot["schedule_timezone"] == "America/New_York" for slot in shown)
 
 
 # --- Through the MCP server, against the real platform -------------------------------------------------

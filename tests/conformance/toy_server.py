@@ -31,6 +31,8 @@ variants:
     verify_always_verified answers verification.verify with verified: true for any code
     snapshot_unmarked      answers booking.status during an outage without the not-current marker
     replay_unmarked        answers an idempotent replay without osbp_runtime
+    page_skips_a_start     names, in a partial page's notice, a start one minute after the first not shown
+    earliest_start_ignored answers availability.find from the day's first slot whatever earliest_start says
 
 Deliberately self-contained (no import from the project or the battery), so it grades nothing by sharing
 code with the grader.
@@ -74,6 +76,8 @@ BREAKS = (
     "verify_always_verified",
     "snapshot_unmarked",
     "replay_unmarked",
+    "page_skips_a_start",
+    "earliest_start_ignored",
 )
 #: How a replay and an outage snapshot say how they were produced (osbp_runtime).
 REPLAYED = {"idempotency": "local_cache_replay", "message": "Replayed from local idempotency state."}
@@ -291,6 +295,37 @@ class Toy:
             if provider in PROVIDERS
             for start in STARTS
         ]
+
+    def page(
+        self, slots: list[dict[str, Any]], earliest_start: str | None, limit: int | None
+    ) -> list[dict[str, Any]]:
+        """availability.find's paging extension: slots from earliest_start (inclusive), `limit` a page."""
+        if earliest_start is None and limit is None:
+            return slots
+        if limit is not None and limit < 1:
+            raise Fail("invalid_input", "limit must be at least 1.", False)
+        ordered = sorted(slots, key=lambda slot: str(slot["starts_at_local"]))
+        if earliest_start is not None:
+            cut = dt.datetime.fromisoformat(earliest_start)  # a malformed one: ValueError, invalid_input
+            if cut.tzinfo is not None or "T" not in earliest_start:
+                raise Fail("invalid_input", "earliest_start is merchant wall-clock with no offset.", False)
+            if "earliest_start_ignored" not in self.breaks:
+                ordered = [s for s in ordered if dt.datetime.fromisoformat(s["starts_at_local"]) >= cut]
+        end = len(ordered) if limit is None else min(limit, len(ordered))
+        while (
+            0 < end < len(ordered) and ordered[end]["starts_at_local"] == ordered[end - 1]["starts_at_local"]
+        ):
+            end += 1
+        if end < len(ordered):
+            following = dt.datetime.fromisoformat(ordered[end]["starts_at_local"])
+            if "page_skips_a_start" in self.breaks:
+                following += dt.timedelta(minutes=1)
+            cursor = following.isoformat(timespec="seconds")
+            self.runtime = {
+                "message": f"Partial list: {end} of {len(ordered)} slots; for the rest call again with "
+                f'earliest_start="{cursor}".'
+            }
+        return ordered[:end]
 
     def policy(self, service_id: str | None) -> dict[str, Any]:
         service = self.service(service_id)
@@ -568,8 +603,10 @@ def build(toy: Toy) -> MCPServer:
         service_id: str | None = None,
         schedule_id: str | None = None,
         provider_id: str | None = None,
+        earliest_start: str | None = None,
+        limit: int | None = None,
     ) -> CallToolResult:
-        return toy.run(lambda: toy.find(service_id, date, provider_id))
+        return toy.run(lambda: toy.page(toy.find(service_id, date, provider_id), earliest_start, limit))
 
     @server.tool(name="osbp_policy_explain", annotations=hints(True))
     def policy_explain(service_id: str | None = None) -> CallToolResult:

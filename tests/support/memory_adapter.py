@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from osbp.protocol.clock import Clock, SystemClock
-from osbp.protocol.contract import AdapterResult, Failure, Success
 from osbp.protocol.models import (
     AvailabilityFindInput,
     Booking,
@@ -143,41 +142,41 @@ class MemoryAdapter:
         start = parse_wall_clock(local_start)
         return start is not None and 9 <= start.hour <= 16 and start.minute == 0
 
-    async def describe_service(self, inp: ServiceDescribeInput) -> AdapterResult[Service]:
+    async def describe_service(self, inp: ServiceDescribeInput) -> Service | Problem:
         """service.describe."""
         self._enter("service.describe")
         if down := self._upstream(f"GET /api/services/{inp.service_id or SERVICE}"):
-            return Failure(down)
+            return down
         service = self._service(inp.service_id or SERVICE)
-        return Success(service) if service else Failure(problem("service_not_found", "No such service."))
+        return service if service else problem("service_not_found", "No such service.")
 
-    async def find_availability(self, inp: AvailabilityFindInput) -> AdapterResult[list[Slot]]:
+    async def find_availability(self, inp: AvailabilityFindInput) -> list[Slot] | Problem:
         """availability.find."""
         self._enter("availability.find")
         if down := self._upstream("GET /api/availability"):
-            return Failure(down)
-        return Success([self._slot(f"{inp.date}T{hour:02d}:00:00") for hour in range(9, 17)])
+            return down
+        return [self._slot(f"{inp.date}T{hour:02d}:00:00") for hour in range(9, 17)]
 
-    async def explain_policy(self, inp: PolicyExplainInput) -> AdapterResult[Policy]:
+    async def explain_policy(self, inp: PolicyExplainInput) -> Policy | Problem:
         """policy.explain."""
         self._enter("policy.explain")
         if down := self._upstream(f"GET /api/services/{inp.service_id or SERVICE}"):
-            return Failure(down)
-        return Success(self._policy(inp.service_id or SERVICE))
+            return down
+        return self._policy(inp.service_id or SERVICE)
 
-    async def send_verification(self, inp: VerificationSendInput) -> AdapterResult[VerificationChallenge]:
+    async def send_verification(self, inp: VerificationSendInput) -> VerificationChallenge | Problem:
         """verification.send: 'sends' a fresh code (kept in ``sent_codes`` as the test's outbox)."""
         self._enter("verification.send")
         if down := self._upstream("POST /api/verifications", 201):
-            return Failure(down)
+            return down
         self.sent_codes.append(f"{481516 + len(self.sent_codes)}")
         purpose = inp.purpose or f"booking:{ORG}"
-        return Success(VerificationChallenge(sent=True, method="sms", purpose=purpose))
+        return VerificationChallenge(sent=True, method="sms", purpose=purpose)
 
-    async def verify_code(self, inp: VerificationVerifyInput) -> AdapterResult[VerificationChallenge]:
+    async def verify_code(self, inp: VerificationVerifyInput) -> VerificationChallenge | Problem:
         """verification.verify: no independent verify primitive here, so an adapter-specific Problem."""
         self._enter("verification.verify")
-        return Failure(problem("verification_verify_unsupported", "Pass the code to booking.create instead."))
+        return problem("verification_verify_unsupported", "Pass the code to booking.create instead.")
 
     async def resolve_booking(self, request: BookingRequest) -> Offer | Problem:
         """The requested slot as this merchant offers it (or not)."""
@@ -224,13 +223,13 @@ class MemoryAdapter:
         self.bookings[booking.id] = booking
         return booking
 
-    async def get_booking(self, inp: BookingStatusInput) -> AdapterResult[Booking]:
+    async def get_booking(self, inp: BookingStatusInput) -> Booking | Problem:
         """booking.status."""
         self._enter("booking.status")
         if down := self._upstream("GET /api/appointments/{id}"):
-            return Failure(down)
+            return down
         booking = self.bookings.get(inp.booking_id or "")
-        return Success(booking) if booking else Failure(problem(ProblemCode.BOOKING_NOT_FOUND))
+        return booking if booking else problem(ProblemCode.BOOKING_NOT_FOUND)
 
     async def aclose(self) -> None:
         """Nothing to release but the flag tests check."""

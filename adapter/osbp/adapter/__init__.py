@@ -7,8 +7,7 @@ core (:class:`osbp.protocol.core.OsbpCore`), the complete seven-method adapter.
 
 Modules: ``settings`` (configuration), ``upstream`` (the one HTTP helper and UpstreamMeta capture),
 ``native`` (Bookwell's wire shapes), ``bookwell`` (its endpoints as typed calls), ``translate`` (native →
-OSBP), ``availability`` (availability.find's pages),
-``problems`` (status mapping), ``booking`` (booking.create's port methods), ``reference`` (the
+OSBP), ``problems`` (status mapping), ``booking`` (booking.create's port methods), ``reference`` (the
 adapter). Its benchmark (`osbp bench adapter`) lives outside the package, in :mod:`osbp.bench.adapter`.
 """
 

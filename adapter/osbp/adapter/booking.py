@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import unicodedata
-from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
 
@@ -30,7 +29,6 @@ from osbp.adapter.bookwell import BookwellApi, native_idempotency_key
 from osbp.adapter.native import NativeSlot
 from osbp.adapter.problems import at_edge
 from osbp.protocol.canonical import sha256_hex
-from osbp.protocol.contract import AdapterResult, Success
 from osbp.protocol.models import Booking, BookingCreateInput, Customer, Problem
 from osbp.protocol.port import BookingRequest, Offer
 from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
@@ -50,16 +48,6 @@ def _metadata_value(value: str) -> str:
     return value if plain else "sha256:" + sha256_hex(value)
 
 
-async def _guarded(work: Callable[[], Awaitable[V | Problem]]) -> V | Problem:
-    """``work`` with the adapter's edge: platform data OSBP cannot represent becomes a Problem."""
-
-    async def wrapped() -> AdapterResult[V | Problem]:
-        return Success(await work())
-
-    result = await at_edge(wrapped)
-    return result.value if isinstance(result, Success) else result.problem
-
-
 class BookwellBooking:
     """The booking half of the platform port for one Bookwell organization."""
 
@@ -68,7 +56,7 @@ class BookwellBooking:
 
     async def resolve(self, request: BookingRequest) -> Offer | Problem:
         """The platform's current facts about the requested booking (reads only)."""
-        return await _guarded(lambda: self._resolve(request.input, request.starts_at_local))
+        return await at_edge(lambda: self._resolve(request.input, request.starts_at_local))
 
     async def place(self, request: BookingRequest, customer_name: str) -> Booking | Problem:
         """Create the appointment, idempotent per ``request.idempotency_key`` (the native Idempotency-Key)."""
@@ -82,7 +70,7 @@ class BookwellBooking:
             )
             return created if isinstance(created, Problem) else translate.booking(created)
 
-        return await _guarded(work)
+        return await at_edge(work)
 
     async def _resolve(self, inp: BookingCreateInput, start_local: str) -> Offer | Problem:
         slots = partial(

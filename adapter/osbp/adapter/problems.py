@@ -37,7 +37,6 @@ from typing import TypeVar
 from osbp.adapter.native import NativeCode, NativeProblem
 from osbp.adapter.translate import UntranslatableData
 from osbp.adapter.upstream import UpstreamResponse, UpstreamUnavailable
-from osbp.protocol.contract import AdapterResult, Failure
 from osbp.protocol.models import Problem
 from osbp.protocol.problems import (
     ExtensionCode,
@@ -228,19 +227,17 @@ def from_response(response: UpstreamResponse) -> Problem:
     return internal_error(f"The platform answered HTTP {status} unexpectedly.")
 
 
-async def at_edge(work: Callable[[], Awaitable[AdapterResult[T]]]) -> AdapterResult[T]:
-    """Run one adapter method; data OSBP cannot represent becomes ``untranslatable_platform_data``."""
+async def at_edge(work: Callable[[], Awaitable[T | Problem]]) -> T | Problem:
+    """Run one port method; data OSBP cannot represent becomes ``untranslatable_platform_data``."""
     try:
         return await work()
     except UntranslatableData as exc:
         logger.error("untranslatable_platform_data", extra={"reason": str(exc)})
-        return Failure(
-            problem(
-                ExtensionCode.UNTRANSLATABLE_PLATFORM_DATA,
-                "The booking platform answered with a value OSBP cannot represent exactly (for example a "
-                "price that is not a plain decimal amount in the currency's minor unit), so this call "
-                "fails closed. Retrying will not help until the merchant's data is fixed; route to "
-                "handoff.request. The failure was recorded for the operator.",
-                retryable=False,
-            )
+        return problem(
+            ExtensionCode.UNTRANSLATABLE_PLATFORM_DATA,
+            "The booking platform answered with a value OSBP cannot represent exactly (for example a "
+            "price that is not a plain decimal amount in the currency's minor unit), so this call "
+            "fails closed. Retrying will not help until the merchant's data is fixed; route to "
+            "handoff.request. The failure was recorded for the operator.",
+            retryable=False,
         )

@@ -5,14 +5,16 @@ verification tools, booking.status, and booking.create's two port methods (:mod:
 Every rule around a create (mandate, approval gate, idempotency, receipt, snapshot) is the protocol
 core's: :func:`build_adapter` wraps the reference adapter in :class:`~osbp.protocol.core.OsbpCore` for
 in-process use, and the MCP server's composition root does the same with :func:`build_platform_adapter`.
-Every method returns a value and never raises for an expected failure.
+Every method returns its value or a Problem and never raises for an expected failure.
 
 * Catalog reads (the organization, services and policies) come from the exact catalog cache of
   :mod:`osbp.adapter.bookwell`: a conditional GET, or no request at all when another answer states the
   very catalog version the cached entry was read at; availability is always read afresh.
 * The read tools (service.describe, availability.find, policy.explain) fall back to the configured
   default service and schedule when the input omits them; booking.create never defaults anything
-  (:mod:`osbp.adapter.booking`).
+  (:mod:`osbp.adapter.booking`). availability.find returns the day's slots as the platform computed them:
+  the core checks the date and ``earliest_start`` first and orders, filters and pages the answer
+  (:mod:`osbp.protocol.availability`).
 * booking.status is a direct platform read (current state); ``upstream_unavailable`` when the platform
   cannot be reached (the core then answers from its creation snapshot, marked as not fresh).
 * verification.send asks the platform to send a code by the channel the organization's services verify
@@ -32,7 +34,6 @@ from functools import partial
 import httpx2
 
 from osbp.adapter import translate
-from osbp.adapter.availability import page
 from osbp.adapter.booking import BookwellBooking
 from osbp.adapter.bookwell import PLATFORM, VERSION_HEADER, BookwellApi
 from osbp.adapter.problems import (
@@ -42,7 +43,6 @@ from osbp.adapter.settings import AdapterSettings
 from osbp.adapter.upstream import LifecycleNotices, Upstream
 from osbp.protocol.approval import default_token_source
 from osbp.protocol.clock import Clock
-from osbp.protocol.contract import AdapterResult, Failure, Success
 from osbp.protocol.core import OsbpCore
 from osbp.protocol.models import (
     AvailabilityFindInput,
@@ -63,14 +63,8 @@ from osbp.protocol.models import (
 )
 from osbp.protocol.port import BookingRequest, Offer
 from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
-from osbp.protocol.timeutil import parse_date, parse_wall_clock
 
 __all__ = ["ReferenceAdapter", "build_adapter", "build_platform_adapter"]
-
-_EARLIEST_START_FORMAT = (
-    "earliest_start must be a merchant-local wall-clock YYYY-MM-DDTHH:MM:SS with no offset, such as a slot's "
-    "starts_at_local."
-)
 
 
 class ReferenceAdapter:
@@ -101,33 +95,27 @@ class ReferenceAdapter:
             )
         return service_id
 
-    async def describe_service(self, inp: ServiceDescribeInput) -> AdapterResult[Service]:
+    async def describe_service(self, inp: ServiceDescribeInput) -> Service | Problem:
         """service.describe: one service read (the configured default when ``service_id`` is omitted)."""
 
-        async def work() -> AdapterResult[Service]:
+        async def work() -> Service | Problem:
             service_id = self._service_id(inp.service_id)
             if isinstance(service_id, Problem):
-                return Failure(service_id)
+                return service_id
             native = await self._api.service(service_id)
             if isinstance(native, Problem):
-                return Failure(native)
-            return Success(translate.service(native))
+                return native
+            return translate.service(native)
 
         return await at_edge(work)
 
-    async def find_availability(self, inp: AvailabilityFindInput) -> AdapterResult[list[Slot]]:
-        """availability.find: the platform's computed slots with the organization's data, a page at a time."""
+    async def find_availability(self, inp: AvailabilityFindInput) -> list[Slot] | Problem:
+        """availability.find: the platform's computed slots of the day with the organization's data."""
 
-        async def work() -> AdapterResult[list[Slot]]:
+        async def work() -> list[Slot] | Problem:
             service_id = self._service_id(inp.service_id)
             if isinstance(service_id, Problem):
-                return Failure(service_id)
-            if parse_date(inp.date) is None:
-                return Failure(
-                    problem(ExtensionCode.INVALID_INPUT, "date must be a merchant-local date YYYY-MM-DD.")
-                )
-            if inp.earliest_start is not None and parse_wall_clock(inp.earliest_start) is None:
-                return Failure(problem(ExtensionCode.INVALID_INPUT, _EARLIEST_START_FORMAT))
+                return service_id
             slots = partial(
                 self._api.availability,
                 service_id=service_id,
@@ -139,65 +127,60 @@ class ReferenceAdapter:
                 # The organization as of the catalog the slots were computed from (no request if exact).
                 availability, revision = await slots()
                 if isinstance(availability, Problem):
-                    return Failure(availability)
+                    return availability
                 organization = await self._api.organization(at=revision)
             else:
                 organization, (availability, _) = await asyncio.gather(self._api.organization(), slots())
             if isinstance(availability, Problem):
-                return Failure(availability)
+                return availability
             if isinstance(organization, Problem):
-                return Failure(organization)
-            found = page(availability.slots, organization, earliest_start=inp.earliest_start, limit=inp.limit)
-            return Success(found.slots, runtime=found.notice)
+                return organization
+            return translate.slots(availability.slots, organization)
 
         return await at_edge(work)
 
-    async def explain_policy(self, inp: PolicyExplainInput) -> AdapterResult[Policy]:
+    async def explain_policy(self, inp: PolicyExplainInput) -> Policy | Problem:
         """policy.explain: the service's policy plus the organization block."""
 
-        async def work() -> AdapterResult[Policy]:
+        async def work() -> Policy | Problem:
             service_id = self._service_id(inp.service_id)
             if isinstance(service_id, Problem):
-                return Failure(service_id)
+                return service_id
             if self._api.holds():
                 service, revision = await self._api.service_read(service_id)
                 if isinstance(service, Problem):
-                    return Failure(service)
+                    return service
                 organization = await self._api.organization(at=revision)
             else:
                 service, organization = await asyncio.gather(
                     self._api.service(service_id), self._api.organization()
                 )
             if isinstance(service, Problem):
-                return Failure(service)
+                return service
             if isinstance(organization, Problem):
-                return Failure(organization)
-            return Success(translate.policy(service, organization))
+                return organization
+            return translate.policy(service, organization)
 
         return await at_edge(work)
 
-    async def send_verification(self, inp: VerificationSendInput) -> AdapterResult[VerificationChallenge]:
+    async def send_verification(self, inp: VerificationSendInput) -> VerificationChallenge | Problem:
         """verification.send: the platform sends a code by the channel its services verify with."""
 
-        async def work() -> AdapterResult[VerificationChallenge]:
+        async def work() -> VerificationChallenge | Problem:
             purpose = inp.purpose or f"booking:{self._org}"
             if purpose != f"booking:{self._org}":
-                return Failure(
-                    problem(
-                        ExtensionCode.INVALID_VERIFICATION_PURPOSE,
-                        f"The verification purpose must be booking:{self._org} for this organization.",
-                    )
+                return problem(
+                    ExtensionCode.INVALID_VERIFICATION_PURPOSE,
+                    f"The verification purpose must be booking:{self._org} for this organization.",
                 )
             services = await self._api.services()
             if isinstance(services, Problem):
-                return Failure(services)
+                return services
             methods = {service.policy.verification for service in services.services} & {"sms", "email"}
             if not methods:
-                return Failure(
-                    problem(
-                        ExtensionCode.VERIFICATION_NOT_SUPPORTED,
-                        "This organization does not verify customers, so there is no code to send.",
-                    )
+                return problem(
+                    ExtensionCode.VERIFICATION_NOT_SUPPORTED,
+                    "This organization does not verify customers, so there is no code to send.",
                 )
             customer = inp.customer or Customer()
             if customer.phone and "sms" in methods:
@@ -207,24 +190,22 @@ class ReferenceAdapter:
             else:
                 needed = " or ".join(sorted({"sms": "phone", "email": "email"}[method] for method in methods))
                 message = f"This organization verifies customers by {needed}; give the customer's {needed}."
-                return Failure(problem(ExtensionCode.INVALID_CUSTOMER, message))
+                return problem(ExtensionCode.INVALID_CUSTOMER, message)
             sent = await self._api.send_verification(body)
             if isinstance(sent, Problem):
-                return Failure(sent)
+                return sent
             method: VerificationMethod = "sms" if sent.channel == "sms" else "email"
-            return Success(VerificationChallenge(sent=True, method=method, purpose=sent.purpose))
+            return VerificationChallenge(sent=True, method=method, purpose=sent.purpose)
 
         return await at_edge(work)
 
-    async def verify_code(self, inp: VerificationVerifyInput) -> AdapterResult[VerificationChallenge]:
+    async def verify_code(self, inp: VerificationVerifyInput) -> VerificationChallenge | Problem:
         """verification.verify: rejected, because Bookwell has no independent, non-consuming verify step."""
-        return Failure(
-            problem(
-                ExtensionCode.PRE_VERIFICATION_NOT_SUPPORTED,
-                "This platform has no independent verification step: it checks and consumes the code "
-                "during the appointment create. Do not pre-verify; pass the customer's code to "
-                "booking.create as verification_code instead. No platform call was made.",
-            )
+        return problem(
+            ExtensionCode.PRE_VERIFICATION_NOT_SUPPORTED,
+            "This platform has no independent verification step: it checks and consumes the code "
+            "during the appointment create. Do not pre-verify; pass the customer's code to "
+            "booking.create as verification_code instead. No platform call was made.",
         )
 
     async def resolve_booking(self, request: BookingRequest) -> Offer | Problem:
@@ -235,21 +216,19 @@ class ReferenceAdapter:
         """booking.create's platform write, idempotent per the OSBP key."""
         return await self._booking.place(request, customer_name)
 
-    async def get_booking(self, inp: BookingStatusInput) -> AdapterResult[Booking]:
+    async def get_booking(self, inp: BookingStatusInput) -> Booking | Problem:
         """booking.status: a direct platform read of the appointment (always current platform state)."""
 
-        async def work() -> AdapterResult[Booking]:
+        async def work() -> Booking | Problem:
             if not inp.booking_id:
-                return Failure(
-                    problem(
-                        ProblemCode.BOOKING_NOT_FOUND,
-                        "booking.status needs the booking_id from the booking.create receipt.",
-                    )
+                return problem(
+                    ProblemCode.BOOKING_NOT_FOUND,
+                    "booking.status needs the booking_id from the booking.create receipt.",
                 )
             native = await self._api.appointment(inp.booking_id)
             if isinstance(native, Problem):
-                return Failure(native)
-            return Success(translate.booking(native))
+                return native
+            return translate.booking(native)
 
         return await at_edge(work)
 

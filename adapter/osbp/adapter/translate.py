@@ -17,7 +17,7 @@
 * **Slots** are fully denormalized (organization, schedule with address/coordinates/hours/timezone,
   provider with name and image URL, service, price); online locations carry no address or coordinates.
   Slot ids read ``schedule:provider:service:local-start``. availability.find's answer then gives the
-  repeated display context once (:mod:`osbp.adapter.availability`).
+  repeated display context once (the protocol core's :mod:`osbp.protocol.availability`).
 * **Booking status**: ``confirmed`` → booked, ``pending`` → pending, ``cancelled``, ``completed``,
   ``no_show`` as themselves, anything else → unknown.
 """

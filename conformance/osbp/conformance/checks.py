@@ -800,6 +800,19 @@ CATALOG: tuple[Check, ...] = (
         " invalid_mandate",
         "BookingMandate",
     ),
+    # availability.find's paging extension, at the fixture slot (the fixture's facts, format 1).
+    _c(
+        "availability.earliest_start",
+        "availability.find with earliest_start at the fixture slot's start offers that slot and none"
+        " earlier; one minute later it leaves the slot out",
+        "availability.find (beyond the spec)",
+    ),
+    _c(
+        "availability.page_boundary",
+        "one-slot pages from the start before the fixture slot, following each notice's earliest_start,"
+        " reach the fixture slot exactly once, every page starting after the one before",
+        "availability.find (beyond the spec)",
+    ),
 )
 
 #: The catalog keyed by id.

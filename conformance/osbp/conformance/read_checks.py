@@ -1,15 +1,19 @@
-"""Checks on the read tools: service facts, money, the fixture slot, slot context and policy facts."""
+"""Checks on the read tools: service facts, money, the fixture slot, slot context and policy facts, and
+availability.find's `earliest_start` and pages at the fixture slot (graded against the fixture slot, never
+against another of the server's answers)."""
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from typing import Any
 
 from iso4217 import Currency
 
 from osbp.conformance.fixtures import Money, ServiceRef
-from osbp.conformance.grading import expect, summarize
+from osbp.conformance.grading import CheckFailed, expect, summarize
 from osbp.conformance.probe import Probe
-from osbp.conformance.wallclock import iso_duration_seconds, parse_wall_clock
+from osbp.conformance.wallclock import format_wall_clock, iso_duration_seconds, parse_wall_clock
 from osbp.conformance.wire import Exchange
 
 __all__ = ["grade_reads"]
@@ -30,6 +34,11 @@ _SLOT_STRINGS = (
     "ends_at_local",
 )
 _VERIFICATION_METHODS = {"sms", "email", "none", "unknown"}
+_FIND = "osbp_availability_find"
+#: The fixed form a partial page's notice names the next page by (this project's paging extension).
+_NEXT_PAGE = re.compile(r'earliest_start="([^"]+)"')
+#: Pages a one-slot walk may take to pass the fixture slot before the check gives up.
+_MOST_PAGES = 200
 
 
 def _exponent(currency: str) -> str:
@@ -305,6 +314,115 @@ async def _grade_policies(probe: Probe) -> list[Exchange]:
     return exchanges
 
 
+async def _find_takes(probe: Probe, *names: str) -> bool:
+    """Whether availability.find's input schema offers every one of ``names`` (the paging extension)."""
+    for tool in await probe.wire.list_tools():
+        if tool.name == _FIND:
+            properties = (tool.input_schema or {}).get("properties") or {}
+            return all(name in properties for name in names)
+    return False
+
+
+async def _fixture_day(probe: Probe, **extra: Any) -> Exchange:
+    """availability.find of the fixture slot's day, service, schedule and in-scope provider."""
+    fixtures = probe.fixtures
+    return await probe.wire.call(
+        _FIND,
+        {
+            "service_id": fixtures.services.fixed_usd.id,
+            "schedule_id": fixtures.schedule.id,
+            "date": fixtures.slot.date.isoformat(),
+            "provider_id": fixtures.providers.in_scope,
+            **extra,
+        },
+    )
+
+
+def _starts(exchange: Exchange, where: str) -> list[dt.datetime | None]:
+    expect(isinstance(exchange.value, list), f"{where}: {exchange.describe()}")
+    return [
+        parse_wall_clock(slot.get("starts_at_local")) if isinstance(slot, dict) else None
+        for slot in exchange.value
+    ]
+
+
+def _is_fixture_slot(slot: object, probe: Probe) -> bool:
+    fixtures = probe.fixtures
+    return (
+        isinstance(slot, dict)
+        and parse_wall_clock(slot.get("starts_at_local")) == fixtures.slot.start
+        and slot.get("provider_id") == fixtures.providers.in_scope
+    )
+
+
+async def _grade_earliest_start(probe: Probe) -> None:
+    check_id = "availability.earliest_start"
+    if not await _find_takes(probe, "earliest_start"):
+        probe.grader.skipped(check_id, "availability.find offers no earliest_start (paging extension)")
+        return
+    start = probe.fixtures.slot.start
+    with probe.grader.check(check_id, f"earliest_start {format_wall_clock(start)} and one minute later"):
+        for cut, offered in ((start, True), (start + dt.timedelta(minutes=1), False)):
+            exchange = await _fixture_day(probe, earliest_start=format_wall_clock(cut))
+            where = f"availability.find earliest_start={format_wall_clock(cut)}"
+            starts = _starts(exchange, where)
+            early = sorted(format_wall_clock(s) for s in starts if s is not None and s < cut)
+            expect(not early, f"{where}: {len(early)} slots start before it, first {early[:1]}")
+            expect(None not in starts, f"{where}: a slot without a wall-clock starts_at_local")
+            has_fixture = any(_is_fixture_slot(slot, probe) for slot in exchange.value)
+            expect(
+                has_fixture == offered,
+                f"{where}: the fixture slot at {format_wall_clock(start)} is "
+                + ("missing (earliest_start is inclusive)" if offered else "still offered"),
+            )
+
+
+async def _grade_page_boundary(probe: Probe) -> None:
+    check_id = "availability.page_boundary"
+    if not await _find_takes(probe, "earliest_start", "limit"):
+        probe.grader.skipped(check_id, "availability.find offers no limit/earliest_start (paging extension)")
+        return
+    start = probe.fixtures.slot.start
+    detail = f"one-slot pages across the fixture slot at {format_wall_clock(start)}"
+    with probe.grader.check(check_id, detail):
+        # The walk starts at the last start before the fixture slot, so that a page ends right before it
+        # and the fixture slot must be the next page's first (the day's answer only places the walk).
+        day = _starts(await _fixture_day(probe), "availability.find of the fixture day")
+        before = [s for s in day if s is not None and s < start]
+        cursor: str | None = format_wall_clock(max(before)) if before else None
+        seen: list[dt.datetime] = []
+        fixture_pages = 0
+        for number in range(1, _MOST_PAGES + 1):
+            arguments: dict[str, Any] = {"limit": 1} | ({"earliest_start": cursor} if cursor else {})
+            exchange = await _fixture_day(probe, **arguments)
+            starts = _starts(exchange, f"page {number}")
+            expect(bool(starts) and None not in starts, f"page {number}: {exchange.describe()}")
+            page = [s for s in starts if s is not None]
+            expect(
+                len(set(page)) == 1,
+                f"page {number} of limit 1 holds {len(page)} slots of {len(set(page))} start times "
+                "for one provider",
+            )
+            repeated = sorted(format_wall_clock(s) for s in set(page) if s in seen)
+            expect(not repeated, f"page {number} repeats {', '.join(repeated)} of an earlier page")
+            expect(not seen or page[0] > seen[-1], f"page {number} starts before the page ahead of it")
+            seen += page
+            fixture_pages += any(_is_fixture_slot(slot, probe) for slot in exchange.value)
+            runtime = (exchange.envelope or {}).get("osbp_runtime")
+            message = runtime.get("message") if isinstance(runtime, dict) else None
+            found = _NEXT_PAGE.search(message) if isinstance(message, str) else None
+            if found is None or page[0] >= start:
+                break
+            cursor = found.group(1)
+        else:
+            raise CheckFailed(f"more than {_MOST_PAGES} one-slot pages before the fixture slot")
+        expect(
+            fixture_pages == 1,
+            f"the fixture slot at {format_wall_clock(start)} is on {fixture_pages} pages of the walk, "
+            f"expected 1 (pages started at {', '.join(format_wall_clock(s) for s in seen[-3:])})",
+        )
+
+
 async def grade_reads(probe: Probe) -> None:
     """Describe every fixture service, find the fixed-price slots, explain the policies, and grade them."""
     described = await _describe_all(probe)
@@ -313,3 +431,5 @@ async def grade_reads(probe: Probe) -> None:
     _grade_money(probe, described, found)
     _grade_durations(probe, described, policies)
     _grade_slots(probe, found)
+    await _grade_earliest_start(probe)
+    await _grade_page_boundary(probe)

@@ -1,9 +1,12 @@
-"""The adapter contract: the seven methods every OSBP platform adapter implements.
+"""The host's contract: the spec's seven adapter methods as the MCP server calls them.
 
-Each method returns an :data:`AdapterResult` value and never raises for an expected failure; an
-exception escaping an adapter is a bug that the host turns into ``internal_adapter_error``. The upstream
-metadata of the call in progress travels through :mod:`osbp.protocol.upstream`, not through the adapter
-object, so one adapter instance can serve overlapping calls.
+:class:`BookingAdapter` is what the server exposes as tools: the protocol core
+(:class:`~osbp.protocol.core.OsbpCore`) implements it over a platform port
+(:class:`~osbp.protocol.port.PlatformAdapter`, what an integrator writes). Each method returns an
+:data:`AdapterResult` value, the answer plus the ``osbp_runtime`` diagnostics the core attaches, and never
+raises for an expected failure; an exception escaping is a bug that the host turns into
+``internal_adapter_error``. The upstream metadata of the call in progress travels through
+:mod:`osbp.protocol.upstream`, not through the adapter object, so one instance can serve overlapping calls.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from osbp.protocol.models import (
     VerificationVerifyInput,
 )
 
-__all__ = ["AdapterResult", "BookingAdapter", "Failure", "PlatformTools", "Success"]
+__all__ = ["AdapterResult", "BookingAdapter", "Failure", "Success"]
 
 T = TypeVar("T")
 
@@ -55,8 +58,8 @@ AdapterResult: TypeAlias = Success[T] | Failure
 
 
 @runtime_checkable
-class PlatformTools(Protocol):
-    """What every adapter answers itself: the identity, the read and verification tools, status, close."""
+class BookingAdapter(Protocol):
+    """The spec's seven-method adapter contract (what the server exposes), every OSBP rule included."""
 
     @property
     def platform(self) -> PlatformIdentity:
@@ -87,15 +90,10 @@ class PlatformTools(Protocol):
         """booking.status."""
         ...
 
-    async def aclose(self) -> None:
-        """Release the adapter's resources (HTTP client, stores)."""
-        ...
-
-
-@runtime_checkable
-class BookingAdapter(PlatformTools, Protocol):
-    """The spec's seven-method adapter contract (what the server exposes): the tools plus booking.create."""
-
     async def create_booking(self, inp: BookingCreateInput) -> AdapterResult[Receipt]:
         """booking.create (mandate validation, approval gate and idempotency included)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the adapter's resources (HTTP client, stores)."""
         ...

@@ -3,7 +3,10 @@
 :class:`OsbpCore` turns any :class:`~osbp.protocol.port.PlatformAdapter` into the spec's seven-method
 :class:`~osbp.protocol.contract.BookingAdapter`:
 
-* the read and verification tools pass straight through to the platform adapter;
+* the read and verification tools call the platform adapter, whose value or Problem becomes the
+  :data:`~osbp.protocol.contract.AdapterResult`; availability.find gets its protocol rules here
+  (:mod:`osbp.protocol.availability`): the ``date`` and ``earliest_start`` checks before any platform call,
+  then start order, ``earliest_start``, ``limit`` pages with the partial-page notice, display context once;
 * booking.create runs the core's pipeline (:class:`~osbp.protocol.booking.BookingPipeline`): mandate
   validation in the spec's order, the final-confirmation gate, idempotency, receipt and snapshot;
 * booking.status reads the platform; only when the platform answers ``upstream_unavailable`` and this
@@ -18,8 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import TypeVar
 
 from osbp.protocol.approval import APPROVAL_TTL, ApprovalGate, default_token_source
+from osbp.protocol.availability import check_find_input, page_slots
 from osbp.protocol.booking import BookingPipeline
 from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.contract import AdapterResult, Failure, Success
@@ -32,6 +37,7 @@ from osbp.protocol.models import (
     PlatformIdentity,
     Policy,
     PolicyExplainInput,
+    Problem,
     Receipt,
     RuntimeDiagnostics,
     Service,
@@ -46,6 +52,8 @@ from osbp.protocol.problems import ExtensionCode
 from osbp.protocol.state import StateBackend, StateStoreError, open_state_store
 
 __all__ = ["SNAPSHOT_FALLBACK", "OsbpCore"]
+
+T = TypeVar("T")
 
 #: ``osbp_runtime`` of a booking.status answered from the local snapshot (the spec: never pretend fresh).
 SNAPSHOT_FALLBACK = RuntimeDiagnostics(
@@ -94,23 +102,32 @@ class OsbpCore:
 
     async def describe_service(self, inp: ServiceDescribeInput) -> AdapterResult[Service]:
         """service.describe (the platform adapter's)."""
-        return await self.adapter.describe_service(inp)
+        return _result(await self.adapter.describe_service(inp))
 
     async def find_availability(self, inp: AvailabilityFindInput) -> AdapterResult[list[Slot]]:
-        """availability.find (the platform adapter's)."""
-        return await self.adapter.find_availability(inp)
+        """availability.find: the platform adapter's slots of the day, checked, ordered and paged here."""
+        refused = check_find_input(inp)
+        if refused is not None:
+            return Failure(refused)
+        slots = await self.adapter.find_availability(inp)
+        if isinstance(slots, Problem):
+            return Failure(slots)
+        found = page_slots(slots, earliest_start=inp.earliest_start, limit=inp.limit)
+        if isinstance(found, Problem):
+            return Failure(found)
+        return Success(found.slots, runtime=found.notice)
 
     async def explain_policy(self, inp: PolicyExplainInput) -> AdapterResult[Policy]:
         """policy.explain (the platform adapter's)."""
-        return await self.adapter.explain_policy(inp)
+        return _result(await self.adapter.explain_policy(inp))
 
     async def send_verification(self, inp: VerificationSendInput) -> AdapterResult[VerificationChallenge]:
         """verification.send (the platform adapter's)."""
-        return await self.adapter.send_verification(inp)
+        return _result(await self.adapter.send_verification(inp))
 
     async def verify_code(self, inp: VerificationVerifyInput) -> AdapterResult[VerificationChallenge]:
         """verification.verify (the platform adapter's)."""
-        return await self.adapter.verify_code(inp)
+        return _result(await self.adapter.verify_code(inp))
 
     async def create_booking(self, inp: BookingCreateInput) -> AdapterResult[Receipt]:
         """booking.create through the core's pipeline (the adapter only resolves and places)."""
@@ -118,7 +135,7 @@ class OsbpCore:
 
     async def get_booking(self, inp: BookingStatusInput) -> AdapterResult[Booking]:
         """booking.status: the platform's current state, or the marked snapshot while it is unreachable."""
-        result = await self.adapter.get_booking(inp)
+        result = _result(await self.adapter.get_booking(inp))
         if (
             isinstance(result, Failure)
             and result.problem.code == ExtensionCode.UPSTREAM_UNAVAILABLE
@@ -138,3 +155,11 @@ class OsbpCore:
             await self.adapter.aclose()
         finally:
             self._store.close()
+
+
+def _result(answer: T | Problem) -> AdapterResult[T]:
+    """A port answer (its value or a Problem) as the host's result, with no ``osbp_runtime``."""
+    if isinstance(answer, Success | Failure):
+        # A bug in the plug-in (the host turns it into internal_adapter_error): say which one.
+        raise TypeError("a PlatformAdapter method returns its value or a Problem, not an AdapterResult")
+    return Failure(answer) if isinstance(answer, Problem) else Success(answer)

@@ -1,4 +1,4 @@
-"""The platform port: what an adapter implements so the protocol core can run booking.create for it.
+"""The platform port: what an integrator implements so the protocol core can serve a platform over OSBP.
 
 An OSBP adapter for a platform implements :class:`PlatformAdapter`: the six read and verification methods
 of the spec's adapter contract, plus two booking methods that only *translate*:
@@ -8,11 +8,20 @@ of the spec's adapter contract, plus two booking methods that only *translate*:
 * :meth:`PlatformAdapter.place_booking` sends the native appointment create and translates the
   appointment the platform made into a :class:`~osbp.protocol.models.Booking`.
 
-The protocol core (:class:`~osbp.protocol.core.OsbpCore`, through :mod:`osbp.protocol.booking`) owns
-every rule around them: mandate validation in the spec's order, the approval gate, idempotency, the
-receipt and the booking snapshot. An adapter never validates a mandate and never sees an unapproved
-create: ``place_booking`` is called only after every check passed and the user approved the summary
-built from the :class:`Offer`.
+**One result shape.** Every port method returns its value or a :class:`~osbp.protocol.models.Problem`
+(``Service | Problem``, ``list[Slot] | Problem``, ``Offer | Problem``, ...) and raises only for bugs. The
+port says nothing about how an answer was produced: ``osbp_runtime`` (the partial-page notice, the
+snapshot marker, the replay marker) is the core's, added by :class:`~osbp.protocol.core.OsbpCore`, which
+turns the port into the host's :class:`~osbp.protocol.contract.BookingAdapter`.
+
+The protocol core owns every rule around the port: for the reads, availability.find's input checks
+(``date``, ``earliest_start``), its start order, ``earliest_start`` filter, ``limit`` pages, partial-page
+notice and display context once (:mod:`osbp.protocol.availability`); for booking.create, mandate
+validation in the spec's order, the approval gate, idempotency, the receipt and the booking snapshot.
+:meth:`PlatformAdapter.find_availability` therefore returns every slot the platform offers on the date
+(it may leave out slots before ``earliest_start``, never any other: it must not cut the day to ``limit``).
+An adapter never validates a mandate and never sees an unapproved create: ``place_booking`` is called only
+after every check passed and the user approved the summary built from the :class:`Offer`.
 
 Guarantees each booking method must give (docs/adapter.md explains them with a worked example):
 
@@ -47,14 +56,21 @@ import json
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from osbp.protocol.contract import PlatformTools
 from osbp.protocol.models import (
+    AvailabilityFindInput,
     Booking,
     BookingCreateInput,
+    BookingStatusInput,
+    PlatformIdentity,
     Policy,
+    PolicyExplainInput,
     Problem,
     Service,
+    ServiceDescribeInput,
     Slot,
+    VerificationChallenge,
+    VerificationSendInput,
+    VerificationVerifyInput,
 )
 from osbp.protocol.problems import ExtensionCode, ProblemCode
 
@@ -177,16 +193,45 @@ def offer_from_json(text: str) -> Offer:
 
 
 @runtime_checkable
-class PlatformAdapter(PlatformTools, Protocol):
+class PlatformAdapter(Protocol):
     """What an integrator implements for one platform (the core adds every OSBP rule around it).
 
-    The tools of :class:`~osbp.protocol.contract.PlatformTools` (booking.status is current platform state:
-    the core adds the snapshot fallback), plus the organization and booking.create's two port methods.
+    Every method returns its value or a Problem (see the module docstring). booking.status is current
+    platform state: the core adds the snapshot fallback.
     """
+
+    @property
+    def platform(self) -> PlatformIdentity:
+        """The static platform identity recorded into audit events."""
+        ...
 
     @property
     def organization_id(self) -> str:
         """The one organization this adapter serves (the mandate's organization scope)."""
+        ...
+
+    async def describe_service(self, inp: ServiceDescribeInput) -> Service | Problem:
+        """service.describe: the service (the configured default when ``service_id`` is omitted)."""
+        ...
+
+    async def find_availability(self, inp: AvailabilityFindInput) -> list[Slot] | Problem:
+        """availability.find: every slot offered on ``inp.date`` (the core orders, filters and pages them)."""
+        ...
+
+    async def explain_policy(self, inp: PolicyExplainInput) -> Policy | Problem:
+        """policy.explain: the service's policy with the organization block."""
+        ...
+
+    async def send_verification(self, inp: VerificationSendInput) -> VerificationChallenge | Problem:
+        """verification.send."""
+        ...
+
+    async def verify_code(self, inp: VerificationVerifyInput) -> VerificationChallenge | Problem:
+        """verification.verify (a Problem when the platform has no safe, non-consuming verify step)."""
+        ...
+
+    async def get_booking(self, inp: BookingStatusInput) -> Booking | Problem:
+        """booking.status: the appointment as the platform reports it now."""
         ...
 
     async def resolve_booking(self, request: BookingRequest) -> Offer | Problem:
@@ -195,4 +240,8 @@ class PlatformAdapter(PlatformTools, Protocol):
 
     async def place_booking(self, request: BookingRequest, customer_name: str) -> Booking | Problem:
         """Create the appointment (idempotent per ``request.idempotency_key``) and translate it."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the adapter's resources (HTTP client, connections)."""
         ...

@@ -78,8 +78,8 @@ class ExtensionCode(StrEnum):
     # The reference adapter.
     #: A setting the adapter needs is missing.
     MISSING_CONFIG = "missing_config"
-    #: Arguments that fail the tool's input schema, or input the adapter's own checks reject (a malformed
-    #: date); the server answers it too.
+    #: Arguments that fail the tool's input schema (the server), or input the core refuses before any
+    #: platform call (availability.find's date or earliest_start).
     INVALID_INPUT = "invalid_input"
     #: The verification purpose is not ``booking:{organization_id}``.
     INVALID_VERIFICATION_PURPOSE = "invalid_verification_purpose"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +21,7 @@ from pydantic import BaseModel
 
 from osbp.adapter import build_platform_adapter
 from osbp.adapter.upstream import LifecycleNotices
-from osbp.protocol.contract import Failure, Success
-from osbp.protocol.models import Booking, Money, OperatingHours, Policy, Problem, RuntimeDiagnostics, Service
+from osbp.protocol.models import Booking, Money, OperatingHours, Policy, Problem, Service
 from osbp.protocol.port import BookingRequest
 from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.protocol.timeutil import load_zone, parse_wall_clock
@@ -144,17 +142,6 @@ def _later_fold(wall: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
     return wall.replace(tzinfo=tz, fold=1)
 
 
-def _page_skips_a_start(runtime: RuntimeDiagnostics) -> RuntimeDiagnostics:
-    """The next-page notice names a start one minute after the first slot not shown: that start is lost."""
-    found = re.search(r'earliest_start="([^"]+)"', runtime.message or "")
-    start = parse_wall_clock(found.group(1)) if found else None
-    if found is None or start is None:
-        return runtime
-    later = (start + dt.timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S")
-    message = (runtime.message or "").replace(found.group(0), f'earliest_start="{later}"')
-    return runtime.model_copy(update={"message": message})
-
-
 class _Rewriting(httpx2.AsyncBaseTransport):
     """The real transport with one rewrite of requests or responses; remembers the last response body."""
 
@@ -212,7 +199,6 @@ class Lie:
     place: Callable[[Place, BookingRequest, str], Awaitable[Booking | Problem]] | None = None
     request: Callable[[httpx2.Request], httpx2.Request] | None = None
     response: Callable[[httpx2.Response, bytes], httpx2.Response] | None = None
-    runtime: Callable[[RuntimeDiagnostics], RuntimeDiagnostics] | None = None
 
 
 class LyingAdapter:
@@ -238,13 +224,9 @@ class LyingAdapter:
     def _told(self, method: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
         async def told(inp: Any) -> Any:
             result = await method(inp)
-            if isinstance(result, Success) and self._lie.runtime is not None and result.runtime is not None:
-                return Success(result.value, runtime=self._lie.runtime(result.runtime))
-            if isinstance(result, Success) and self._lie.values is not None:
-                return Success(_map_models(result.value, self._lie.values), runtime=result.runtime)
-            if isinstance(result, Failure) and self._lie.problems is not None:
-                return Failure(self._lie.problems(result.problem, self._transport))
-            return result
+            if isinstance(result, Problem):
+                return self._lie.problems(result, self._transport) if self._lie.problems else result
+            return _map_models(result, self._lie.values) if self._lie.values is not None else result
 
         return told
 
@@ -327,7 +309,6 @@ ADAPTER_MUTANTS: dict[str, Lie] = {
     "adapter_hours_shifted_one_weekday": Lie(values=_hours_shifted_one_weekday),
     "adapter_gap_midnight_offset": Lie(values=_instants(_midnight_offset)),
     "adapter_fold_later_instant": Lie(values=_instants(_later_fold)),
-    "adapter_page_skips_a_start": Lie(runtime=_page_skips_a_start),
     "adapter_unknown_status_as_booked": Lie(values=_unknown_status_as_booked),
 }
 

@@ -490,10 +490,11 @@ MUTANTS: tuple[Mutant, ...] = (
         "time.dst_fold",
     ),
     _m(
-        "adapter_page_skips_a_start",
-        "adapter",
+        "paging_skips_a_start",
+        "core",
         "the next-page notice skips the first start time not shown",
         "availability.paging",
+        "availability.page_boundary",
     ),
     _m(
         "adapter_unknown_status_as_booked",
@@ -538,6 +539,22 @@ MUTANTS: tuple[Mutant, ...] = (
         "core",
         "reads answer an audit_event_id but write no record",
         "audit.record_per_call",
+    ),
+    _m(
+        "paging_ignores_earliest_start",
+        "core",
+        "availability.find ignores earliest_start (every page is the day's first)",
+        "availability.paging",
+        "availability.earliest_start",
+        "availability.page_boundary",
+    ),
+    _m(
+        "paging_earliest_start_exclusive",
+        "core",
+        "earliest_start leaves out the slots starting exactly at it (each next page loses its first start)",
+        "availability.paging",
+        "availability.earliest_start",
+        "availability.page_boundary",
     ),
 )
 

@@ -10,12 +10,13 @@ assignment changes exactly one rule.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from collections.abc import Callable
 from typing import Any
 
-from osbp.protocol import approval, booking, core, mandate
+from osbp.protocol import approval, availability, booking, core, mandate
 from osbp.protocol.approval import merchant_visible_name
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.contract import Success
@@ -683,6 +684,43 @@ def _replay_unmarked() -> None:
     _create_runtime(lambda result: Success(result.value) if result.runtime == LOCAL_CACHE_REPLAY else result)
 
 
+def _page_skips_a_start() -> None:
+    """The next-page notice names a start one minute after the first slot not shown: that start is lost."""
+
+    def adjust(found: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(found, availability.AvailabilityPage) and found.next_start is not None:
+            return dataclasses.replace(found, next_start=_shift(found.next_start, _MINUTE))
+        return found
+
+    _then(core, "page_slots", adjust)
+
+
+def _paging_ignores_earliest_start() -> None:
+    """The core pages from the day's first slot whatever earliest_start says."""
+
+    def make(original: Any) -> Any:
+        def mutated(slots: Any, *, earliest_start: str | None, limit: int | None) -> Any:
+            return original(slots, earliest_start=None, limit=limit)
+
+        return mutated
+
+    _wrap(core, "page_slots", make)
+
+
+def _paging_earliest_start_exclusive() -> None:
+    """earliest_start compared with ``>``: the slots starting exactly at it are left out."""
+
+    def make(original: Any) -> Any:
+        def mutated(slots: Any, *, earliest_start: str | None, limit: int | None) -> Any:
+            if earliest_start is not None:
+                slots = [slot for slot in slots if slot.starts_at_local != earliest_start]
+            return original(slots, earliest_start=earliest_start, limit=limit)
+
+        return mutated
+
+    _wrap(core, "page_slots", make)
+
+
 def _audit_tokens_in_clear() -> None:
     # The redactor no longer knows approval tokens: the key is kept, the retry instruction left as is.
     _replace(redaction, "_TOKEN_PREFIX", "\x00 no token marker \x00")
@@ -785,6 +823,9 @@ CORE_MUTANTS: dict[str, Callable[[], None]] = {
     "audit_tokens_in_clear": _audit_tokens_in_clear,
     "audit_hashes_over_unredacted": _audit_hashes_over_unredacted,
     "audit_reads_unrecorded": _audit_reads_unrecorded,
+    "paging_skips_a_start": _page_skips_a_start,
+    "paging_ignores_earliest_start": _paging_ignores_earliest_start,
+    "paging_earliest_start_exclusive": _paging_earliest_start_exclusive,
 }
 
 

@@ -1,6 +1,8 @@
-"""The availability.find answer: the day's slots in start order, display context once, pages on request.
+"""availability.find's protocol rules, applied by the core to whatever slots the platform port returns.
 
-* **Order**: slots by merchant-local start; slots sharing a start keep the platform's order.
+* **Input**: ``date`` a merchant-local ``YYYY-MM-DD``; ``earliest_start``, when given, a merchant-local
+  wall-clock ``YYYY-MM-DDTHH:MM:SS`` with no offset. Checked before the port is called (``invalid_input``).
+* **Order**: slots by merchant-local start; slots sharing a start keep the port's order.
 * **earliest_start** (optional input): only slots starting at or after that merchant-local wall-clock
   value (inclusive, as the mandate's field of that name).
 * **Without limit, the whole day**: every slot from ``earliest_start`` (or the day's first) to its last,
@@ -15,26 +17,30 @@
   program can match, as the approval gate's ``approval.token="<token>"``). Only an agent that asked for
   a page gets one; a complete answer carries no notice.
 * **Display context once**: ``schedule_hours`` on the first slot of each schedule, ``provider_image_url``
-  on the first slot of each provider. Everything else stays on every slot: the create-ready ids, the
-  instants, the wall-clock, the timezone, the price, the names, and the address and coordinates (their
-  absence is how a slot says it is online).
+  on the first slot of each provider, on each answer. Everything else stays on every slot.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
-from osbp.adapter import translate
-from osbp.adapter.native import NativeOrganization, NativeSlot
-from osbp.protocol.models import RuntimeDiagnostics, Slot
-from osbp.protocol.timeutil import format_wall_clock, parse_wall_clock
+from osbp.protocol.models import AvailabilityFindInput, Problem, RuntimeDiagnostics, Slot
+from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
+from osbp.protocol.timeutil import parse_date, parse_wall_clock
 
-__all__ = ["Page", "display_once", "page"]
+__all__ = ["AvailabilityPage", "check_find_input", "display_once", "page_slots"]
+
+_DATE_FORMAT = "date must be a merchant-local date YYYY-MM-DD."
+_EARLIEST_START_FORMAT = (
+    "earliest_start must be a merchant-local wall-clock YYYY-MM-DDTHH:MM:SS with no offset, such as a slot's "
+    "starts_at_local."
+)
 
 
 @dataclass(frozen=True, slots=True)
-class Page:
+class AvailabilityPage:
     """One answer's slots and, when later slots were left out, the notice that says how to get them."""
 
     slots: list[Slot]
@@ -57,33 +63,42 @@ class Page:
         )
 
 
-def page(
-    natives: Sequence[NativeSlot],
-    organization: NativeOrganization,
-    *,
-    earliest_start: str | None,
-    limit: int | None,
-) -> Page:
-    """The slots of ``natives`` starting at or after ``earliest_start``: all of them without ``limit``, else
-    the page of that size; only what is shown is translated."""
-    # The page is chosen on the native slots' own wall-clock starts (the translation's starts_at_local,
-    # written YYYY-MM-DDTHH:MM:SS, so text order is time order), so a busy day's later slots cost nothing
-    # to leave out. The sort is stable: slots sharing a start keep the platform's order.
-    ordered = sorted(
-        ((translate.wall_clock(native.date, native.time), native) for native in natives),
-        key=lambda pair: pair[0],
-    )
+def check_find_input(inp: AvailabilityFindInput) -> Problem | None:
+    """Why availability.find's ``date`` or ``earliest_start`` is malformed, or ``None`` when both are fine."""
+    if parse_date(inp.date) is None:
+        return problem(ExtensionCode.INVALID_INPUT, _DATE_FORMAT)
+    if inp.earliest_start is not None and parse_wall_clock(inp.earliest_start) is None:
+        return problem(ExtensionCode.INVALID_INPUT, _EARLIEST_START_FORMAT)
+    return None
+
+
+def page_slots(
+    slots: Sequence[Slot], *, earliest_start: str | None, limit: int | None
+) -> AvailabilityPage | Problem:
+    """The slots starting at or after ``earliest_start`` in start order: all of them without ``limit``, else
+    the page of that size, display context once. A slot whose ``starts_at_local`` is not a merchant
+    wall-clock is the adapter's bug (``internal_adapter_error``)."""
+    starts: list[tuple[datetime, Slot]] = []
+    for slot in slots:
+        start = parse_wall_clock(slot.starts_at_local)
+        if start is None:
+            return problem(
+                ProblemCode.INTERNAL_ADAPTER_ERROR,
+                "The adapter returned a slot whose starts_at_local is not a merchant-local wall-clock "
+                "YYYY-MM-DDTHH:MM:SS; the failure was recorded.",
+            )
+        starts.append((start, slot))
+    # The sort is stable: slots sharing a start keep the port's order.
+    ordered = sorted(starts, key=lambda pair: pair[0])
     cut = parse_wall_clock(earliest_start) if earliest_start is not None else None
     if cut is not None:
-        # Whole seconds: a start in the same second as a fractional bound is before it, so round up.
-        floor = format_wall_clock(cut)
-        ordered = [pair for pair in ordered if pair[0] > floor or (pair[0] == floor and not cut.microsecond)]
+        ordered = [pair for pair in ordered if pair[0] >= cut]
     end = len(ordered) if limit is None else min(limit, len(ordered))
     while 0 < end < len(ordered) and ordered[end][0] == ordered[end - 1][0]:
         end += 1
-    next_start = ordered[end][0] if end < len(ordered) else None
-    shown = translate.slots([native for _, native in ordered[:end]], organization)
-    return Page(slots=display_once(shown), total=len(ordered), next_start=next_start)
+    next_start = ordered[end][1].starts_at_local if end < len(ordered) else None
+    shown = display_once([slot for _, slot in ordered[:end]])
+    return AvailabilityPage(slots=shown, total=len(ordered), next_start=next_start)
 
 
 def display_once(slots: Sequence[Slot]) -> list[Slot]:
