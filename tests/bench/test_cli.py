@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
 import re
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -41,8 +44,14 @@ def _bench_on_a_terminal(*args: str, stdout_too: bool) -> tuple[int, str, str]:
     what the terminal showed and what went to the stdout pipe."""
     command = [sys.executable, "-m", "osbp", "bench", *args]
     leader, follower = pty.openpty()
+    # A terminal 50 rows by 200 columns, so no line of the table or the results path wraps; its size is the
+    # terminal's own, not a COLUMNS/LINES the test runner may have exported.
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    env = {name: value for name, value in os.environ.items() if name not in {"COLUMNS", "LINES"}}
     stdout = follower if stdout_too else subprocess.PIPE
-    with subprocess.Popen(command, stdout=stdout, stderr=follower) as process:
+    with subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=follower, env=env
+    ) as process:
         os.close(follower)
         shown = b""
         while True:
