@@ -1,4 +1,6 @@
-"""Every relative link in the project's Markdown names a file that exists, and an anchor a heading of it."""
+"""Every relative link in the project's Markdown names a file that exists, and an anchor a heading of it;
+and the reference pages carry no benchmark diary (measurements live in docs/performance.md, history in
+CHANGELOG.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,13 @@ REPO = Path(__file__).resolve().parents[1]
 _LINK = re.compile(r'(?<!!)\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)')
 _FENCE = re.compile(r"```.*?```", re.S)
 _SKIPPED = {"node_modules", "build", "bench-results"}
+#: The two pages where measurements and history belong.
+_DIARIES = {Path("docs/performance.md"), Path("CHANGELOG.md")}
+#: A commit hash: 7 to 40 lower-case hex digits with a letter and a digit, a word of its own. A hash inside
+#: a longer token (an example value such as ``1f0a9c3be2d4-42``, a path) or pinned to another repository
+#: (``owner/repo@7f5339e``, a citation of an upstream file) is not one.
+_COMMIT = re.compile(r"(?<![\w./@-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w/-])")
+_LOAD = re.compile(r"\bload (?:average|avg)\b", re.I)
 
 
 def _slug(heading: str) -> str:
@@ -33,13 +42,37 @@ def anchors(path: Path) -> set[str]:
     return found
 
 
+def markdown_files(root: Path) -> list[Path]:
+    """The project's Markdown files under ``root``, outside hidden, installed and generated folders."""
+    files = []
+    for file in sorted(root.rglob("*.md")):
+        relative = file.relative_to(root)
+        if not any(part.startswith(".") or part in _SKIPPED for part in relative.parts):
+            files.append(file)
+    return files
+
+
+def diary_lines(root: Path) -> list[str]:
+    """``file:line: why`` for each commit hash or load-average line outside performance.md and the
+    changelog."""
+    found = []
+    for file in markdown_files(root):
+        relative = file.relative_to(root)
+        if relative in _DIARIES:
+            continue
+        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+            if commit := _COMMIT.search(line):
+                found.append(f"{relative}:{number}: commit hash {commit[0]}")
+            if _LOAD.search(line):
+                found.append(f"{relative}:{number}: load average")
+    return found
+
+
 def broken_links(root: Path) -> list[str]:
     """``file: target (why)`` for each relative link under ``root`` whose file or anchor is missing."""
     broken = []
-    for file in sorted(root.rglob("*.md")):
+    for file in markdown_files(root):
         relative = file.relative_to(root)
-        if any(part.startswith(".") or part in _SKIPPED for part in relative.parts):
-            continue
         for match in _LINK.finditer(_FENCE.sub("", file.read_text(encoding="utf-8"))):
             target = match[1]
             if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
@@ -69,3 +102,27 @@ def test_a_broken_link_is_reported_with_its_file(tmp_path: Path, link: str, why:
         f"See [the guide](guide.md#set-up-osbp) and [this]({link}).\n", encoding="utf-8"
     )
     assert broken_links(tmp_path) == [f"README.md: {link} ({why})"]
+
+
+def test_the_reference_pages_carry_no_commit_hashes_or_load_averages() -> None:
+    """Platform choice: measurements belong in docs/performance.md and history in CHANGELOG.md, so a
+    reference page never reads as a benchmark diary (it drifts: the figures age, the commits move on)."""
+    assert diary_lines(REPO) == []
+
+
+def test_a_diary_line_in_a_reference_page_is_named(tmp_path: Path) -> None:
+    """Platform choice: the check names the file, the line and what it found; the two diary pages, an
+    example value and a pinned upstream citation pass."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "server.md").write_text(
+        "# Server\n\nRevision `1f0a9c3be2d4-42`, as read at `osbp-dev/osbp@7f5339e`.\n"
+        "Measured against 7fd10ed (before this change),\n"
+        "on the shared machine (Load average about 7).\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "docs" / "performance.md").write_text("Against 7fd10ed, load average 2.\n", encoding="utf-8")
+    (tmp_path / "CHANGELOG.md").write_text("- 8f50514: faster, at load average 3.\n", encoding="utf-8")
+    assert diary_lines(tmp_path) == [
+        "docs/server.md:4: commit hash 7fd10ed",
+        "docs/server.md:5: load average",
+    ]

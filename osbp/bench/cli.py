@@ -18,6 +18,7 @@ from typing import NamedTuple, NoReturn
 
 from osbp.bench import adapter, backend, demo, edge, loop, mcp, remote, state
 from osbp.bench.options import POSTGRES_URL_ENV, Benchmark
+from osbp.bench.results import working
 
 __all__ = ["BENCHES", "Plan", "build_parser", "main", "plan"]
 
@@ -133,6 +134,8 @@ def main(argv: Sequence[str]) -> int:
         sys.stderr.write(f"{PROG}: {planned}\n")
         return 2
     status = 0
-    for name in planned.names:
-        status |= int(BENCHES[name].report(planned.args))
+    with working(PROG) as running:
+        for number, name in enumerate(planned.names, start=1):
+            running(f"{PROG}: {name} ({number} of {len(planned.names)})")
+            status |= int(BENCHES[name].report(planned.args))
     return status

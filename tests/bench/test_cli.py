@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
+import re
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -24,9 +30,42 @@ FLAGS = {
 }
 
 
+#: What a terminal would act on: every C0 control character but the newline, and DEL.
+CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+
+
 def _bench(*args: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "osbp", "bench", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+
+
+def _bench_on_a_terminal(*args: str, stdout_too: bool) -> tuple[int, str, str]:
+    """Run `osbp bench ARGS` with stderr (and stdout, if ``stdout_too``) on a pseudo-terminal; its status,
+    what the terminal showed and what went to the stdout pipe."""
+    command = [sys.executable, "-m", "osbp", "bench", *args]
+    leader, follower = pty.openpty()
+    # A terminal 50 rows by 200 columns, so no line of the table or the results path wraps; its size is the
+    # terminal's own, not a COLUMNS/LINES the test runner may have exported.
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    env = {name: value for name, value in os.environ.items() if name not in {"COLUMNS", "LINES"}}
+    stdout = follower if stdout_too else subprocess.PIPE
+    with subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=follower, env=env
+    ) as process:
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal's last writer closed it and everything was read
+                break
+            if not chunk:
+                break
+            shown += chunk
+        piped = process.stdout.read() if process.stdout is not None else b""
+        status = process.wait(timeout=300)
+    os.close(leader)
+    return status, shown.decode(), piped.decode()
 
 
 def test_a_flag_before_any_name_sets_that_flag_and_every_benchmark_runs():
@@ -54,6 +93,41 @@ def test_the_iterations_flag_reaches_the_adapter_benchmark_run_as_a_process(tmp_
     assert json.loads((tmp_path / "adapter.json").read_text(encoding="utf-8"))["iterations"] == 5
     assert "adapter → platform over loopback (5 bookings)" in result.stdout
     assert [path.name for path in tmp_path.iterdir()] == ["adapter.json"]
+    assert CONTROL.search(result.stdout) is None
+    assert "osbp bench: adapter (1 of 1)" not in result.stderr
+
+
+@pytest.mark.integration
+def test_a_run_on_a_terminal_names_the_benchmark_running_and_piped_tables_stay_plain(tmp_path: Path):
+    """Platform choice: a run of minutes says what it is doing (a spinner, the benchmark, the time
+    elapsed) on a terminal; the tables piped from stdout and the JSON results are unchanged by it."""
+    status, shown, piped = _bench_on_a_terminal(
+        "adapter", "--iterations", "5", "--out", str(tmp_path), stdout_too=False
+    )
+    assert status == 0, shown
+    assert "osbp bench: adapter (1 of 1)" in shown
+    assert "osbp bench: adapter" not in piped
+    assert "adapter → platform over loopback (5 bookings)" in piped
+    assert CONTROL.search(piped) is None
+    assert json.loads((tmp_path / "adapter.json").read_text(encoding="utf-8"))["iterations"] == 5
+
+
+@pytest.mark.integration
+def test_on_a_terminal_the_tables_are_drawn_above_the_spinner(tmp_path: Path):
+    """Platform choice: with stdout on the same terminal the table is printed whole, on lines of its own,
+    and the spinner's line is cleared when the run ends."""
+    status, shown, _ = _bench_on_a_terminal(
+        "adapter", "--iterations", "5", "--out", str(tmp_path), stdout_too=True
+    )
+    assert status == 0, shown
+    assert "osbp bench: adapter (1 of 1)" in shown
+    # What each line of the terminal ends up showing: escape sequences dropped, a carriage return
+    # starting the line over (rich clears the spinner's line with one before drawing over it).
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown).replace("\r\n", "\n")
+    lines = [line.rsplit("\r", 1)[-1] for line in plain.split("\n")]
+    title = [line for line in lines if "adapter → platform over loopback (5 bookings)" in line]
+    assert [line.strip() for line in title] == ["adapter → platform over loopback (5 bookings)"]
+    assert any(line.strip() == f"wrote {tmp_path / 'adapter.json'}" for line in lines)
 
 
 def test_the_backend_benchmark_runs_8_and_32_clients_and_one_postgres_url_serves_every_benchmark(monkeypatch):

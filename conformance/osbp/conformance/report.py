@@ -5,8 +5,8 @@ order (a section's "(beyond the spec)" checks sit under that section, tagged). E
 `  PASS|FAIL|SKIP <id>  <requirement>[  (beyond the spec)]`; under a FAIL come indented `expected:` and
 `observed:` lines when the check knows those values, then the detail; under a SKIP the reason. Checks
 that never ran because an earlier one failed (``not reached: wire.initialize failed first``, or ``not
-graded: the run stopped at …`` after ``--fail-fast``) are one line, ``128 more checks SKIP, not reached:
-…``, not listed one by one, and the last line counts them (``128 skipped: 128 not reached``). The last
+graded: the run stopped at …`` after ``--fail-fast``) are one line, ``<k> more checks SKIP, not reached:
+…``, not listed one by one, and the last line counts them (``<k> skipped: <k> not reached``). The last
 line is `PASS n/N checks passed (f failed, s skipped)`; its first word is the verdict of the whole run:
 `FAIL` when any check failed, else `INCOMPLETE` when any was skipped, and then the tally names the skipped
 checks (`(0 failed, 2 skipped: runtime.slot_taken, runtime.rate_limited)`).
