@@ -443,6 +443,14 @@ async def grade_concurrency(probe: Probe) -> None:
                 f"no {' or '.join(missing)}: the battery cannot slow, drop or count the platform's creates",
             )
         return
+    assert probe.stats_url is not None
+    read = await stats(probe.stats_url, call_timeout=probe.call_timeout)
+    if isinstance(read, dict) and read.get("appointments") is None:
+        for check_id in CHECK_IDS:
+            probe.grader.skipped(
+                check_id, "the stats URL answers no appointments count: the battery cannot count bookings"
+            )
+        return
     await _grade_once(probe)
     await _grade_refused(probe)
     await _grade_failed(probe)

@@ -157,6 +157,10 @@ class RunRouter:
                 self._condition.notify_all()
                 await self._condition.wait_for(lambda: self._owner in (None, run))
                 self.parked[run] -= 1
+            if self._owner == run and not self._until_success:
+                # The armed run's create has come: the arm's timer no longer ends the hold (a slow create
+                # may outlast it), the create's own end does.
+                self._generation += 1
             self._in_flight += 1
         self.create_requests[run] += 1
         status, chunks = 0, []
