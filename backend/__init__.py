@@ -1,4 +1,7 @@
-"""A synthetic merchant booking platform: a foreign system of record with its own native API.
+"""Not a package: this folder holds the source of ``osbp.<folder>``, the one name it is imported by."""
 
-It imports nothing from the rest of osbp: the adapter must translate its dialect.
-"""
+_FOLDER = __name__.rpartition(".")[2]
+raise ImportError(
+    f"{_FOLDER}/ is a source folder: import osbp.{_FOLDER}. If 'import osbp.{_FOLDER}' led here, the current "
+    "folder is the one above an osbp checkout named 'osbp': run from another folder, or with 'python -P'."
+)

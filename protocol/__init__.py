@@ -1,1 +1,7 @@
-"""The platform-neutral OSBP v0.1.0 core: models, mandate validation, the approval gate, money and time."""
+"""Not a package: this folder holds the source of ``osbp.<folder>``, the one name it is imported by."""
+
+_FOLDER = __name__.rpartition(".")[2]
+raise ImportError(
+    f"{_FOLDER}/ is a source folder: import osbp.{_FOLDER}. If 'import osbp.{_FOLDER}' led here, the current "
+    "folder is the one above an osbp checkout named 'osbp': run from another folder, or with 'python -P'."
+)

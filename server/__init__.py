@@ -1,9 +1,7 @@
-"""The OSBP MCP stdio server: eight tools, the result envelope and the tamper-evident audit trail.
+"""Not a package: this folder holds the source of ``osbp.<folder>``, the one name it is imported by."""
 
-Public entry points: :func:`osbp.server.app.create_server`, :class:`osbp.server.audit.AuditLog`,
-:class:`osbp.server.redaction.Redactor`, ``osbp mcp`` (:mod:`osbp.server.cli`) and ``osbp audit verify``
-(:mod:`osbp.server.audit_cli`).
-"""
-
-# Loads the MCP SDK before any submodule does, keeping uvicorn out of this process (see _sdk).
-from osbp.server import _sdk  # noqa: F401
+_FOLDER = __name__.rpartition(".")[2]
+raise ImportError(
+    f"{_FOLDER}/ is a source folder: import osbp.{_FOLDER}. If 'import osbp.{_FOLDER}' led here, the current "
+    "folder is the one above an osbp checkout named 'osbp': run from another folder, or with 'python -P'."
+)
