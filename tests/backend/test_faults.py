@@ -243,3 +243,41 @@ def test_a_bad_run_wide_profile_is_one_line_naming_the_flag(flags, expected):
     assert result.returncode == 2
     assert result.stderr.startswith(expected)
     assert result.stderr.count("\n") == 1
+
+
+def arm(client: httpx2.Client, outcome: str) -> None:
+    """Arm ``outcome`` for Carolyn's Dental through the scenario hook (the POST must succeed)."""
+    armed = client.post("/_testing/arm", json={"organization_id": "carolyns_dental", "outcome": outcome})
+    assert armed.json() == {"organization_id": "carolyns_dental", "armed": outcome}
+
+
+def test_armed_lost_response_applies_every_create_and_drops_its_answer_until_reachable(client):
+    """Contract with the conformance battery (docs/conformance.md, scenario URL): `lost_response` books
+    each create of the organization and drops its answer, retries under the same key included, until
+    `reachable`; then the same key replays the one appointment."""
+    arm(client, "lost_response")
+    for _ in range(2):
+        with pytest.raises(httpx2.RemoteProtocolError):
+            create(client, "k-lost-armed")
+    assert client.get("/api/organizations/gus_notary").status_code == 200
+    assert (stats(client)["appointments"], stats(client)["create_requests"]) == (1, 2)
+    arm(client, "reachable")
+    assert client.get("/_testing/faults").json()["rules"] == []
+    replay = create(client, "k-lost-armed")
+    assert (replay.status_code, replay.headers["idempotent-replayed"]) == (201, "true")
+    assert stats(client)["appointments"] == 1
+
+
+def test_armed_slow_holds_only_the_next_create_and_can_be_armed_again(client):
+    """Contract with the conformance battery (scenario URL): `slow` serves the organization's next create
+    after about two seconds, the one after it at once; arming again slows the next one again."""
+    for round_, (first, second) in enumerate([("09:00", "10:00"), ("11:00", "13:00")]):
+        arm(client, "slow")
+        started = time.monotonic()
+        slow = client.post(CREATE, json=booking(time=first), headers={"Idempotency-Key": f"k-slow-{round_}"})
+        held = time.monotonic() - started
+        fast = client.post(CREATE, json=booking(time=second), headers={"Idempotency-Key": f"k-fast-{round_}"})
+        assert (slow.status_code, fast.status_code) == (201, 201)
+        assert held >= 1.9
+        assert time.monotonic() - started - held < 1.5
+    assert stats(client)["appointments"] == 4

@@ -8,6 +8,7 @@ import pytest
 
 from osbp.conformance import CATALOG, Fixtures, Report, ServerTarget, Verdict, run_battery, server_env
 from osbp.conformance.audit_checks import CHECK_IDS as AUDIT_CHECKS
+from osbp.conformance.concurrency_checks import CHECK_IDS as CONCURRENCY_CHECKS
 from osbp.conformance.elicitation_checks import CHECK_IDS
 from osbp.conformance.outage_checks import CHECK_IDS as OUTAGE_CHECKS
 from tests.conformance.arming import ScenarioEndpoint, scenario_endpoint
@@ -19,9 +20,10 @@ pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 MANDATE_MATRIX = {check.id for check in CATALOG if check.id.startswith("mandate.")}
 #: The checks of confirmation through the host: the toy server keeps the token path, so they are SKIP;
 #: and the audit checks (the toy writes no audit log, so the battery is given none to read); so are the
-#: checks of the oracle's facts, as the toy's own file is format 1.
+#: checks of the oracle's facts, as the toy's own file is format 1; and the contention and lost-answer
+#: checks, as the toy's stats answer no appointments count.
 HOST_PATH = set(CHECK_IDS) | set(AUDIT_CHECKS)
-UNGRADED = HOST_PATH | FORMAT_2_CHECKS
+UNGRADED = HOST_PATH | FORMAT_2_CHECKS | set(CONCURRENCY_CHECKS)
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ import pytest
 from osbp.conformance import CATALOG, reference_fixtures_path
 from osbp.conformance.audit_checks import CHECK_IDS as AUDIT_CHECKS
 from osbp.conformance.cli import main
+from osbp.conformance.concurrency_checks import CHECK_IDS as CONCURRENCY_CHECKS
 from osbp.conformance.elicitation_checks import CHECK_IDS
 from osbp.conformance.outage_checks import CHECK_IDS as OUTAGE_CHECKS
 from tests.conformance.toy_fixtures import FORMAT_2_CHECKS, write_toy_fixtures
@@ -53,9 +54,9 @@ def test_osbp_conformance_grades_the_toy_incomplete_with_exit_0_when_skips_are_a
     run = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     lines = run.stdout.splitlines()
     assert run.returncode == 0, run.stdout + run.stderr
-    # The toy keeps the token path alone (no confirmation through the host), writes no audit log, and its
-    # own format-1 file states none of the oracle's facts.
-    ungraded = {*CHECK_IDS, *AUDIT_CHECKS, *FORMAT_2_CHECKS}
+    # The toy keeps the token path alone (no confirmation through the host), writes no audit log, its
+    # own format-1 file states none of the oracle's facts, and its stats count no appointments.
+    ungraded = {*CHECK_IDS, *AUDIT_CHECKS, *FORMAT_2_CHECKS, *CONCURRENCY_CHECKS}
     skipped = [check.id for check in CATALOG if check.id in ungraded]
     passed = len(CATALOG) - len(skipped)
     assert lines[-1] == (
@@ -96,6 +97,7 @@ def test_json_output_of_a_broken_server_exits_1_naming_the_failed_check(capsys, 
         "approval.token_expired",
         *CHECK_IDS,  # the toy keeps the token path: no confirmation through the host
         *FORMAT_2_CHECKS,  # the toy's own file is format 1
+        *CONCURRENCY_CHECKS,  # no scenario or stats URL
     }
 
 

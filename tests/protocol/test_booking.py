@@ -13,7 +13,7 @@ import itertools
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,9 @@ from osbp.backend.settings import BackendSettings
 from osbp.protocol.clock import FixedClock
 from osbp.protocol.contract import Failure, Success
 from osbp.protocol.core import OsbpCore
-from osbp.protocol.models import Approval, BookingCreateInput, Customer
-from osbp.protocol.port import PlatformAdapter
+from osbp.protocol.models import Approval, Booking, BookingCreateInput, Customer, Problem
+from osbp.protocol.port import BookingRequest, PlatformAdapter
+from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.protocol.upstream import capture_upstream
 from tests.support import memory_adapter as memory
 
@@ -403,3 +404,54 @@ async def test_a_control_character_in_a_name_is_invalid_customer_before_the_chal
     assert isinstance(result, Failure)
     assert (result.problem.code, result.problem.retryable) == ("invalid_customer", False)
     assert f"customer.{field}" in result.problem.message
+
+
+class _LostThenThrottled(memory.MemoryAdapter):
+    """Books the first create but loses its answer, then answers the next create 429 (nothing done)."""
+
+    def __init__(self, clock: FixedClock) -> None:
+        super().__init__(clock=clock)
+        self.answers: list[str] = ["lost", "rate_limited"]
+
+    async def place_booking(self, request: BookingRequest, customer_name: str) -> Booking | Problem:
+        """The scripted answer first, then the memory platform's own (which replays under the key)."""
+        scripted = self.answers.pop(0) if self.answers else None
+        if scripted == "rate_limited":
+            return problem(ProblemCode.RATE_LIMITED, retryable=True)
+        booked = await super().place_booking(request, customer_name)
+        if scripted == "lost":
+            return problem(ExtensionCode.UPSTREAM_UNAVAILABLE, "No answer from the platform.", retryable=True)
+        return booked
+
+
+@pytest.mark.anyio
+async def test_a_lost_answer_resumed_after_a_refused_resend_and_the_mandate_s_expiry_answers_the_booking(
+    tmp_path: Path,
+) -> None:
+    """OSBP spec, Mandate Enforcement ("the same idempotency_key returns the same result if retried") and
+    the port's contract: a refusal of a resumed create (429: nothing done by that request) says nothing of
+    the earlier create whose answer was lost, so the attempt stays placed and the next retry, after the
+    mandate expired, answers the booking the platform holds, not mandate_expired."""
+    clock = FixedClock(NOW)
+    adapter = _LostThenThrottled(clock)
+    core = OsbpCore(adapter, state=tmp_path / "state.sqlite3", clock=clock)
+    subject = _memory()
+    try:
+        inp = BookingCreateInput.model_validate(
+            _input(subject, key="idem-lost", expires_at="2030-05-01T12:05:00Z")
+        )
+        approved = _approve(inp, await core.create_booking(inp))
+        lost = await core.create_booking(approved)
+        assert isinstance(lost, Failure)
+        assert lost.problem.code == "upstream_unavailable"
+        assert adapter.creates == 1
+        clock.advance(timedelta(minutes=10))  # the mandate expires while the answer is missing
+        throttled = await core.create_booking(approved)
+        assert isinstance(throttled, Failure)
+        assert throttled.problem.code == "rate_limited"
+        resumed = await core.create_booking(approved)
+        assert isinstance(resumed, Success), resumed
+        assert resumed.value.booking_id == "appt_idem-lost"
+        assert adapter.creates == 1
+    finally:
+        await core.aclose()

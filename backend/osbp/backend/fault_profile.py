@@ -25,17 +25,24 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 __all__ = [
     "MAX_HOLD_MS",
+    "SLOW_CREATE_MS",
     "FaultInjector",
     "FaultMode",
     "FaultProfile",
     "FaultRule",
     "Hit",
     "load_profile",
+    "lost_response_rule",
     "outage_rule",
+    "slow_create_rule",
 ]
 
 #: The longest any fault holds a request or a write lock (ms): the platform never hangs for good.
 MAX_HOLD_MS = 120_000
+#: How long the scenario hook's ``slow`` outcome holds the next appointment create before serving it (ms).
+SLOW_CREATE_MS = 2_000
+#: The native route every appointment create reaches (``POST …/appointments``).
+_CREATE_ENDPOINT = "create_appointment"
 
 FaultMode = Literal["latency", "reset", "timeout", "error", "rate_limited", "lost_response", "slow_commit"]
 
@@ -123,6 +130,22 @@ def outage_rule(organization_id: str) -> FaultRule:
     return FaultRule(organization_id=organization_id, mode="error", status=503)
 
 
+def lost_response_rule(organization_id: str) -> FaultRule:
+    """The rule that applies every appointment create of one organization and drops its answer."""
+    return FaultRule(organization_id=organization_id, endpoint=_CREATE_ENDPOINT, mode="lost_response")
+
+
+def slow_create_rule(organization_id: str) -> FaultRule:
+    """The rule that holds the next appointment create :data:`SLOW_CREATE_MS`, then serves it."""
+    return FaultRule(
+        organization_id=organization_id,
+        endpoint=_CREATE_ENDPOINT,
+        mode="latency",
+        latency_ms=SLOW_CREATE_MS,
+        count=1,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """A rule hitting one request, with its drawn latency (seconds)."""
@@ -175,16 +198,29 @@ class FaultInjector:
     def cut_off(self, organization_id: str) -> None:
         """Fail every native request of ``organization_id`` with a 503 until :meth:`reconnect` (one rule,
         put first, so it wins over the rest of the profile; the other organizations are untouched)."""
-        rule = outage_rule(organization_id)
-        with self._lock:
-            if rule not in self._profile.rules:
-                rules = [rule, *self._profile.rules]
-                self._profile = self._profile.model_copy(update={"rules": rules})
-                self._hits = [0, *self._hits]
+        self.put_first(outage_rule(organization_id))
 
     def reconnect(self, organization_id: str) -> None:
-        """Serve ``organization_id`` again: remove the rule :meth:`cut_off` put in force (nothing else)."""
-        rule = outage_rule(organization_id)
+        """Serve ``organization_id`` again: remove the rules :meth:`cut_off` and the scenario hook's lost and
+        slow creates put in force (nothing else)."""
+        for rule in (
+            outage_rule(organization_id),
+            lost_response_rule(organization_id),
+            slow_create_rule(organization_id),
+        ):
+            self.remove(rule)
+
+    def put_first(self, rule: FaultRule) -> None:
+        """Put ``rule`` first in the profile in force, its hit count at zero (an equal rule is replaced)."""
+        with self._lock:
+            pairs = zip(self._profile.rules, self._hits, strict=True)
+            kept = [(each, hits) for each, hits in pairs if each != rule]
+            rules = [rule, *(each for each, _ in kept)]
+            self._profile = self._profile.model_copy(update={"rules": rules})
+            self._hits = [0, *(hits for _, hits in kept)]
+
+    def remove(self, rule: FaultRule) -> None:
+        """Remove ``rule`` (and any equal rule) from the profile in force; the others keep their counts."""
         with self._lock:
             pairs = zip(self._profile.rules, self._hits, strict=True)
             kept = [(each, hits) for each, hits in pairs if each != rule]

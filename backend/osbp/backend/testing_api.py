@@ -1,7 +1,7 @@
 """The test-only control surface under `/_testing/`, mounted only when `enable_testing` is set.
 
-Arm an organization's next appointment create to fail (consumed once) or make its whole API unreachable
-until told otherwise, read the outbox (the stand-in
+Arm an organization's next appointment create to fail (consumed once) or to be slow, make its whole API
+unreachable or its creates lose their answers until told otherwise, read the outbox (the stand-in
 SMS/email gateway), set or advance the platform clock, reset to seeds, read counters that prove a
 write did or did not happen, change a service's price or policy or a provider's name on the running
 platform (as a merchant editing its catalog would), give one appointment a native status directly (to
@@ -22,7 +22,7 @@ from sqlmodel import col, func, select
 from osbp.backend.api.deps import RuntimeDep, problem_responses
 from osbp.backend.appointments import appointment_out
 from osbp.backend.catalog import get_location, get_organization, get_provider, get_service, not_found
-from osbp.backend.fault_profile import FaultProfile
+from osbp.backend.fault_profile import FaultProfile, lost_response_rule, slow_create_rule
 from osbp.backend.faults import endpoint_names
 from osbp.backend.models import ACTIVE_STATUSES, Appointment, OutboxMessage
 from osbp.backend.problems import ProblemError
@@ -52,7 +52,17 @@ class ArmRequest(BaseModel):
     organization_id: str = Field(min_length=1, max_length=100)
     #: ``unreachable``/``reachable`` are not armed: they put in force, or lift, the fault-profile rule that
     #: answers every native request of the organization with a 503 (see ``FaultInjector.cut_off``).
-    outcome: Literal["slot_taken", "rate_limited", "requires_verification", "unreachable", "reachable"]
+    #: ``lost_response`` puts first the rule that applies each of the organization's appointment creates
+    #: and drops its answer, until ``reachable``; ``slow`` the one that holds its next create two seconds.
+    outcome: Literal[
+        "slot_taken",
+        "rate_limited",
+        "requires_verification",
+        "unreachable",
+        "reachable",
+        "lost_response",
+        "slow",
+    ]
 
 
 class AppointmentStatusRequest(BaseModel):
@@ -177,14 +187,20 @@ def _iso(epoch: int | float) -> str:
 
 @router.post("/arm", response_model=Armed, responses=problem_responses("organization_not_found"))
 def arm(body: ArmRequest, runtime: RuntimeDep) -> Armed:
-    """Make the organization's next appointment create fail with `outcome`, once; or make the
-    organization's whole native API unreachable (`unreachable`, every request a 503) until `reachable`."""
+    """Make the organization's next appointment create fail with `outcome`, once; make the organization's
+    whole native API unreachable (`unreachable`, every request a 503), or drop the answer of each of its
+    appointment creates after applying it (`lost_response`), until `reachable`; or hold its next create
+    two seconds before serving it (`slow`)."""
     with runtime.db.read() as session:
         get_organization(session, body.organization_id)
     if body.outcome == "unreachable":
         runtime.faults.cut_off(body.organization_id)
     elif body.outcome == "reachable":
         runtime.faults.reconnect(body.organization_id)
+    elif body.outcome == "lost_response":
+        runtime.faults.put_first(lost_response_rule(body.organization_id))
+    elif body.outcome == "slow":
+        runtime.faults.put_first(slow_create_rule(body.organization_id))
     else:
         runtime.arm(body.organization_id, body.outcome)
     return Armed(organization_id=body.organization_id, armed=body.outcome)

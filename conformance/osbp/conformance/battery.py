@@ -2,9 +2,10 @@
 
 The order matters only where the platform is concerned: the tools, the challenge whose token must expire,
 reads (their answers feed later checks), the slots around the zone's DST transitions, then the bookings
-(verification and the platform outage among them), the mandate matrix, the retry of the expired token, the
-checks graded over every recorded call, the one deliberately schema-invalid call, the host-confirmation
-session, the replay markers over both sessions' creates, and, once the server has stopped, its audit log.
+(verification and the platform outage among them), contended and lost-answer creates, the mandate
+matrix, the retry of the expired token, the checks graded over every recorded call, the one deliberately
+schema-invalid call, the host-confirmation session, the replay markers over both sessions' creates, and,
+once the server has stopped, its audit log.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from osbp.conformance.all_day_checks import grade_all_day
 from osbp.conformance.approval_checks import grade_current, grade_expiry, open_current, open_expiry
 from osbp.conformance.audit_checks import AuditLogFile, grade_audit
 from osbp.conformance.booking_checks import grade_bookings
+from osbp.conformance.concurrency_checks import grade_concurrency
 from osbp.conformance.elicitation_checks import grade_elicitation
 from osbp.conformance.envelope_checks import grade_envelopes, grade_rejections
 from osbp.conformance.fixtures import Fixtures
@@ -249,6 +251,7 @@ async def run_battery(
                 catalog_url=catalog_url,
                 provider_url=provider_url,
                 location_url=location_url,
+                clock=clock,
             )
             await grade_tools(probe)
             # Taken first and retried last, so the token ages while the other checks run.
@@ -259,6 +262,7 @@ async def run_battery(
             await grade_dst(probe, today=now.date())
             await grade_all_day(probe)
             await grade_bookings(probe)
+            await grade_concurrency(probe)
             await grade_mandates(probe)
             await grade_impossible_inputs(probe)
             await grade_expiry(probe, pending_expiry)

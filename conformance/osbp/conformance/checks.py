@@ -813,6 +813,49 @@ CATALOG: tuple[Check, ...] = (
         " reach the fixture slot exactly once, every page starting after the one before",
         "availability.find (beyond the spec)",
     ),
+    # Idempotency under contention, after a lost answer, and after the mandate's expiry
+    # (concurrency_checks.py; the scenario and stats hooks).
+    _c(
+        "idempotency.concurrent_once",
+        "copies of one approved booking.create sent at once reach the platform's create once and make one"
+        " appointment; each answers that booking or a retryable Problem, and a replay answers it too",
+        _MANDATE,
+    ),
+    _c(
+        "idempotency.concurrent_waits",
+        "a copy of an approved booking.create sent while the first is in flight waits for it and answers"
+        " the same booking",
+        "Mandate Enforcement (beyond the spec)",
+    ),
+    _c(
+        "idempotency.concurrent_refused",
+        "another payload under a key whose approved create is in flight fails with idempotency_conflict",
+        _MANDATE,
+    ),
+    _c(
+        "idempotency.concurrent_failed",
+        "copies of an approved booking.create whose platform create is refused start no platform attempt of"
+        " their own: one create request, no appointment, the copies answer retryable",
+        "Mandate Enforcement (beyond the spec)",
+    ),
+    _c(
+        "idempotency.resumed_once",
+        "a booking.create whose platform answer was lost is answered retryable, and its retry under the"
+        " same key answers the one appointment the platform made",
+        _MANDATE,
+    ),
+    _c(
+        "idempotency.replay_after_expiry",
+        "a settled booking.create replays its receipt after its mandate expired, with or without the spent"
+        " approval",
+        _MANDATE,
+    ),
+    _c(
+        "idempotency.resumed_after_expiry",
+        "the retry, after the mandate expired, of a booking.create the platform made but whose answer was"
+        " lost answers that booking, not mandate_expired",
+        _MANDATE,
+    ),
 )
 
 #: The catalog keyed by id.

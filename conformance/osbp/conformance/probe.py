@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +42,8 @@ class Probe:
     location_url: str | None = None
     #: The calls of the run's other sessions (the host-confirmation one), graded with the wire's own.
     other_exchanges: list[Exchange] = field(default_factory=list)
+    #: The run's clock (`run_battery`'s), for mandates that must expire during the run.
+    clock: Callable[[], dt.datetime] = field(default=lambda: dt.datetime.now(dt.UTC))
 
     def all_exchanges(self) -> list[Exchange]:
         """Every call of the run: this wire's, then the other sessions'."""

@@ -9,7 +9,10 @@ six test-only HTTP hooks on the platform (documented in docs/conformance.md):
   appointment create for that organization consumes it. The battery arms right before the approved retry,
   the first call that reaches the platform's create. The same URL takes `"outcome": "unreachable"`: any
   2xx means the organization's platform API cannot be reached until a later `"outcome": "reachable"`
-  (which the battery always sends afterwards, whatever the server did).
+  (which the battery always sends afterwards, whatever the server did). `"outcome": "lost_response"`: any
+  2xx means each later appointment create of the organization is applied but its answer never arrives
+  (the connection drops), until `"reachable"`; `"outcome": "slow"`: the organization's next appointment
+  create is served only after about two seconds (so copies of it sent at once contend for its key).
 - the stats URL: `GET <stats-url>` answers a JSON object whose integer `create_requests` counts the
   appointment-create requests the platform has received for the fixture organization, and, optionally,
   whose integer `appointments` counts the appointments it holds (created, whatever their status).
@@ -39,6 +42,7 @@ from osbp.conformance.wire import RATE_LIMIT_PATIENCE, retry_delay
 __all__ = [
     "Outcome",
     "Reachability",
+    "ScenarioOutcome",
     "appointments",
     "arm",
     "change_service",
@@ -47,9 +51,12 @@ __all__ = [
     "set_native_status",
     "set_price",
     "set_reachability",
+    "stats",
 ]
 
 Outcome = Literal["slot_taken", "rate_limited"]
+#: Every outcome the battery arms: the failures above, a lost answer and a slow create.
+ScenarioOutcome = Literal["slot_taken", "rate_limited", "lost_response", "slow"]
 Reachability = Literal["unreachable", "reachable"]
 
 
@@ -96,7 +103,7 @@ async def _post(
     return None
 
 
-async def arm(url: str, organization_id: str, outcome: Outcome, *, call_timeout: float) -> str | None:
+async def arm(url: str, organization_id: str, outcome: ScenarioOutcome, *, call_timeout: float) -> str | None:
     """Arm `outcome`; None when armed, else why not."""
     body = {"organization_id": organization_id, "outcome": outcome}
     return await _post(url, "scenario URL", body, doing=f"arming {outcome}", call_timeout=call_timeout)
@@ -111,7 +118,8 @@ async def set_reachability(
     return await _post(url, "scenario URL", body, doing=doing, call_timeout=call_timeout)
 
 
-async def _stats(url: str, *, call_timeout: float) -> dict[str, Any] | str:
+async def stats(url: str, *, call_timeout: float) -> dict[str, Any] | str:
+    """The stats URL's JSON object, else why it could not be read."""
     response = await _request("GET", url, "stats URL", call_timeout=call_timeout)
     if isinstance(response, str):
         return response
@@ -126,10 +134,10 @@ async def _stats(url: str, *, call_timeout: float) -> dict[str, Any] | str:
 
 async def create_requests(url: str, *, call_timeout: float) -> int | str:
     """The platform's create-request count for the fixture organization, else why it could not be read."""
-    stats = await _stats(url, call_timeout=call_timeout)
-    if isinstance(stats, str):
-        return stats
-    count = stats.get("create_requests")
+    read = await stats(url, call_timeout=call_timeout)
+    if isinstance(read, str):
+        return read
+    count = read.get("create_requests")
     if type(count) is not int:
         return "the stats URL did not answer a JSON object with an integer create_requests"
     return count
@@ -138,10 +146,10 @@ async def create_requests(url: str, *, call_timeout: float) -> int | str:
 async def appointments(url: str, *, call_timeout: float) -> int | str | None:
     """The platform's appointment count (the optional `appointments`; None when the stats omit it), else
     why it could not be read."""
-    stats = await _stats(url, call_timeout=call_timeout)
-    if isinstance(stats, str):
-        return stats
-    count = stats.get("appointments")
+    read = await stats(url, call_timeout=call_timeout)
+    if isinstance(read, str):
+        return read
+    count = read.get("appointments")
     if count is not None and type(count) is not int:
         return "the stats URL answered a non-integer appointments"
     return count

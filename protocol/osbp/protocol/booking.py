@@ -488,7 +488,10 @@ class BookingPipeline:
         attempt.outcome_known = False  # from here the platform may create the appointment
         booking = await self._adapter.place_booking(request, customer_name)
         if isinstance(booking, Problem):
-            attempt.outcome_known = booking.code not in OUTCOME_UNKNOWN
+            # A refusal tells of this request only: a resumed attempt's earlier create, whose answer was
+            # lost, may still have booked (a 429 before the resend says nothing of it), so its mark stays
+            # until a create answers the booking, and the retry resumes it again.
+            attempt.outcome_known = claim.placing is None and booking.code not in OUTCOME_UNKNOWN
             if booking.code == ExtensionCode.OFFER_CHANGED:
                 return _OfferChanged()
             return Failure(booking)

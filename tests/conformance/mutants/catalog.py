@@ -307,6 +307,55 @@ MUTANTS: tuple[Mutant, ...] = (
         "an idempotent replay books again and returns the new booking",
         "idempotency.replay",
     ),
+    # Idempotency under contention and after a lost answer (concurrency_checks.py).
+    _m(
+        "idempotency_live_lease_taken_over",
+        "core",
+        "a copy of an approved create takes over the key while the first is in flight: the platform gets"
+        " a create per copy",
+        "idempotency.concurrent_once",
+    ),
+    _m(
+        "idempotency_in_progress_at_once",
+        "core",
+        "a copy of an approved create that finds the key held answers idempotency_in_progress at once"
+        " instead of waiting for the first",
+        "idempotency.concurrent_waits",
+    ),
+    _m(
+        "idempotency_in_progress_final",
+        "core",
+        "a copy waiting on an approved create that the platform refused answers idempotency_in_progress as"
+        " final (not retryable)",
+        "idempotency.concurrent_failed",
+    ),
+    _m(
+        "idempotency_resume_books_again",
+        "core",
+        "the retry of a create whose answer was lost sends a new create (a new platform key): a second"
+        " appointment",
+        "idempotency.resumed_once",
+    ),
+    _m(
+        "idempotency_replay_rechecks_mandate",
+        "core",
+        "a settled key's replay checks the mandate again first: mandate_expired after the expiry",
+        "idempotency.replay_after_expiry",
+    ),
+    _m(
+        "idempotency_resume_rechecks_mandate",
+        "core",
+        "the retry of a create whose answer was lost checks the mandate again first: mandate_expired after"
+        " the expiry although the platform holds the booking",
+        "idempotency.resumed_after_expiry",
+    ),
+    _m(
+        "idempotency_lost_answer_forgotten",
+        "core",
+        "a create whose answer was lost hands its key back as if nothing was booked: its retry is a new"
+        " attempt, refused mandate_expired after the expiry",
+        "idempotency.resumed_after_expiry",
+    ),
     # Verification.
     _m(
         "adapter_verification_code_invented",

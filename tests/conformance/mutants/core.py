@@ -16,11 +16,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from osbp.protocol import approval, availability, booking, core, mandate
+from osbp.protocol import approval, availability, booking, core, idempotency, mandate
 from osbp.protocol.approval import merchant_visible_name
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.contract import Success
-from osbp.protocol.idempotency import LOCAL_CACHE_REPLAY
+from osbp.protocol.idempotency import LOCAL_CACHE_REPLAY, InProgress, Placing, Replay
 from osbp.protocol.mandate import check_requested_wall_clock
 from osbp.protocol.models import (
     BookingCreateInput,
@@ -518,6 +518,65 @@ def _replay_returns_new_booking() -> None:
     _on_replay(again)
 
 
+# --- Idempotency under contention and after a lost answer -------------------------------------------------
+
+
+def _live_lease_taken_over() -> None:
+    # Every holder looks crashed, so a copy takes the key over while the first call is still placing.
+    _replace(idempotency, "_provably_dead", lambda owner: True)
+
+
+def _in_progress_at_once() -> None:
+    # The bounded wait for the holder is skipped: the copy gives up on the first look.
+    def claim(self: Any, key: str, payload_hash: str, scope: str = idempotency.LEGACY_SCOPE) -> Any:
+        return InProgress(idempotency._in_progress("Another call with this idempotency_key is in progress"))
+
+    _replace(idempotency.IdempotencyStore, "claim", claim)
+
+
+def _in_progress_final() -> None:
+    # "Another call holds this key" without the retryable flag: the agent takes it as the answer.
+    in_progress = idempotency._in_progress
+
+    def final(what: str) -> Problem:
+        return in_progress(what).model_copy(update={"retryable": False})
+
+    _replace(idempotency, "_in_progress", final)
+
+
+def _resume_books_again() -> None:
+    # The resumed create goes under a platform key of its own, so the platform books it afresh.
+    resume = booking.BookingPipeline._resume
+
+    async def mutated(self: Any, inp: BookingCreateInput, claim: Any, placing: Placing, attempt: Any) -> Any:
+        again = Placing(
+            placing.token_hash, {**placing.context, "platform_key": f"{inp.idempotency_key}-again"}
+        )
+        return await resume(self, inp, claim, again, attempt)
+
+    _replace(booking.BookingPipeline, "_resume", mutated)
+
+
+def _peek_forgets(kind: type) -> None:
+    # The look before the mandate's pre-check does not see this kind of record (the claim still does).
+    peek = idempotency.IdempotencyStore.apeek
+
+    async def mutated(self: Any, key: str, payload_hash: str, scope: str = idempotency.LEGACY_SCOPE) -> Any:
+        found = await peek(self, key, payload_hash, scope)
+        return None if isinstance(found, kind) else found
+
+    _replace(idempotency.IdempotencyStore, "apeek", mutated)
+
+
+def _lost_answer_forgotten() -> None:
+    release = idempotency.IdempotencyStore.release
+
+    def mutated(self: Any, lease: Any, *, outcome_known: bool = True) -> None:
+        release(self, lease, outcome_known=True)
+
+    _replace(idempotency.IdempotencyStore, "release", mutated)
+
+
 # --- The approval summary, one element dropped -----------------------------------------------------------
 
 
@@ -803,6 +862,13 @@ CORE_MUTANTS: dict[str, Callable[[], None]] = {
     "token_binding_ignores_mandate_cap": lambda: _payload_hash_ignores("mandate", "max_price"),
     "token_binding_ignores_customer_email": lambda: _payload_hash_ignores("customer", "email"),
     "replay_returns_new_booking": _replay_returns_new_booking,
+    "idempotency_live_lease_taken_over": _live_lease_taken_over,
+    "idempotency_in_progress_at_once": _in_progress_at_once,
+    "idempotency_in_progress_final": _in_progress_final,
+    "idempotency_resume_books_again": _resume_books_again,
+    "idempotency_replay_rechecks_mandate": lambda: _peek_forgets(Replay),
+    "idempotency_resume_rechecks_mandate": lambda: _peek_forgets(Placing),
+    "idempotency_lost_answer_forgotten": _lost_answer_forgotten,
     "summary_without_provider": _summary_without_provider,
     "summary_without_time": _summary_without_time,
     "summary_without_zone": _summary_without_zone,

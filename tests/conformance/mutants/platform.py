@@ -15,12 +15,15 @@ one run arms or counts must not leak into another running at the same time:
 * ``POST …/_testing/arm`` with ``"outcome": "unreachable"`` (or ``"reachable"``) cuts off (or restores) the
   run's own prefix, answering its native requests 503 as the platform's fault rule would: the
   organization is shared, so the platform's own organization-wide rule would cut off every other run;
+  likewise ``"lost_response"`` (the run's creates are served, then their connection is dropped before
+  the answer, until ``"reachable"``) and ``"slow"`` (the run's next create is held two seconds);
 * ``POST …/_testing/reset`` is a no-op: one run must never reset another's platform.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import subprocess
@@ -33,6 +36,8 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from osbp.backend.app import create_app
+from osbp.backend.fault_profile import SLOW_CREATE_MS
+from osbp.backend.faults import ABORT_STATE
 from osbp.backend.serving import PlatformServer
 from osbp.backend.settings import BackendSettings
 
@@ -67,6 +72,9 @@ class RunRouter:
         self.appointments: defaultdict[str, set[str]] = defaultdict(set)
         #: The runs whose platform is unreachable (the scenario hook's "unreachable" outcome).
         self.unreachable: set[str] = set()
+        #: The runs whose creates lose their answers ("lost_response"), and whose next create is slow.
+        self.lost: set[str] = set()
+        self.slow: set[str] = set()
 
     @property
     def _condition(self) -> asyncio.Condition:
@@ -93,8 +101,8 @@ class RunRouter:
         elif method == "POST" and rest == "/_testing/arm":
             body = await _body(receive)
             outcome = _outcome(body)
-            if outcome in ("unreachable", "reachable"):
-                (self.unreachable.add if outcome == "unreachable" else self.unreachable.discard)(run)
+            if outcome in ("unreachable", "reachable", "lost_response", "slow"):
+                self._scenario(run, outcome)
                 await _json(send, 200, {"armed": outcome})
                 return
             await self._take(run, until_success=False)
@@ -106,6 +114,18 @@ class RunRouter:
             await self._create(run, scope, receive, send)
         else:
             await self.app(scope, receive, send)
+
+    def _scenario(self, run: str, outcome: object) -> None:
+        """The run's own outage, lost answers or slow create (``reachable`` lifts all three)."""
+        if outcome == "unreachable":
+            self.unreachable.add(run)
+        elif outcome == "lost_response":
+            self.lost.add(run)
+        elif outcome == "slow":
+            self.slow.add(run)
+        else:
+            for runs in (self.unreachable, self.lost, self.slow):
+                runs.discard(run)
 
     async def until_parked(self, run: str) -> None:
         """Wait until a create of ``run`` waits behind another run's hold."""
@@ -137,9 +157,17 @@ class RunRouter:
                 self._condition.notify_all()
                 await self._condition.wait_for(lambda: self._owner in (None, run))
                 self.parked[run] -= 1
+            if self._owner == run and not self._until_success:
+                # The armed run's create has come: the arm's timer no longer ends the hold (a slow create
+                # may outlast it), the create's own end does.
+                self._generation += 1
             self._in_flight += 1
         self.create_requests[run] += 1
         status, chunks = 0, []
+        lost = run in self.lost
+        if run in self.slow:
+            self.slow.discard(run)
+            await asyncio.sleep(SLOW_CREATE_MS / 1000)
 
         async def recording(message: Message) -> None:
             nonlocal status
@@ -147,10 +175,18 @@ class RunRouter:
                 status = message["status"]
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
-            await send(message)
+            if not lost:
+                await send(message)
 
         try:
             await self.app(scope, receive, recording)
+            if lost:
+                # Served, then the connection is dropped before the answer (the platform's lost_response).
+                scope["state"][ABORT_STATE]()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(5):  # until the server saw the connection close
+                        while (await receive())["type"] != "http.disconnect":
+                            pass
         finally:
             async with self._condition:
                 self._in_flight -= 1
