@@ -488,10 +488,14 @@ class BookingPipeline:
         attempt.outcome_known = False  # from here the platform may create the appointment
         booking = await self._adapter.place_booking(request, customer_name)
         if isinstance(booking, Problem):
-            # A refusal tells of this request only: a resumed attempt's earlier create, whose answer was
-            # lost, may still have booked (a 429 before the resend says nothing of it), so its mark stays
-            # until a create answers the booking, and the retry resumes it again.
-            attempt.outcome_known = claim.placing is None and booking.code not in OUTCOME_UNKNOWN
+            # A platform answer past its own idempotency layer (a changed offer, a taken slot) says that no
+            # create under this key committed: the platform would have replayed it. A 429 comes before that
+            # layer and says nothing of a resumed attempt's earlier create, whose answer was lost and which
+            # may still have booked: its mark stays, and the retry resumes it again.
+            said_nothing = booking.code in OUTCOME_UNKNOWN or (
+                claim.placing is not None and booking.code == ProblemCode.RATE_LIMITED
+            )
+            attempt.outcome_known = not said_nothing
             if booking.code == ExtensionCode.OFFER_CHANGED:
                 return _OfferChanged()
             return Failure(booking)
