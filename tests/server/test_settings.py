@@ -367,7 +367,11 @@ def test_every_setting_has_its_variable_in_the_environment_helper() -> None:
 
 
 #: The modules that declare the server's settings, each variable once.
-_DECLARING = {"adapter/settings.py", "server/remote_settings.py", "server/settings.py"}
+_DECLARING = {
+    "adapter/osbp/adapter/settings.py",
+    "server/osbp/server/remote_settings.py",
+    "server/osbp/server/settings.py",
+}
 _SOURCE = ("protocol", "adapter", "server", "demo", "conformance", "osbp", "backend", "examples")
 
 
@@ -377,6 +381,7 @@ def test_no_module_spells_a_setting_variable_its_settings_object_names() -> None
     repo = Path(__file__).resolve().parents[2]
     names = {leaf.setting.env for leaf in settings_of(ServerSettings)}
     names |= {env_var(field) for field in BackendSettings.model_fields}
+    assert sorted(path for path in _DECLARING if not (repo / path).is_file()) == []
     spelled = []
     for folder in _SOURCE:
         for path in sorted((repo / folder).rglob("*.py")):
