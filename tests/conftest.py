@@ -14,6 +14,13 @@ from hypothesis import settings
 from osbp.protocol.state import StateBackend, open_state_store
 from tests.support.postgres import PostgresServer, database, start_server, unavailable_reason
 
+#: The longest modules, started first: under `-n 2 --dist loadfile` one worker runs each while the other
+#: works through the rest, instead of one of them running alone at the end.
+LONGEST_FIRST = (
+    "tests/conformance/mutants/test_kill_matrix.py",
+    "tests/conformance/test_self_target.py",
+)
+
 settings.register_profile("ci", derandomize=True, deadline=None)
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
@@ -64,3 +71,13 @@ def state(state_location: str) -> Iterator[StateBackend]:
     store = open_state_store(state_location)
     yield store
     store.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the modules of `LONGEST_FIRST` first, in that order; the rest keep their collection order."""
+
+    def rank(item: pytest.Item) -> int:
+        path = item.path.relative_to(Path(__file__).resolve().parents[1]).as_posix()
+        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)

@@ -126,3 +126,48 @@ def test_a_diary_line_in_a_reference_page_is_named(tmp_path: Path) -> None:
         "docs/server.md:4: commit hash 7fd10ed",
         "docs/server.md:5: load average",
     ]
+
+
+#: A code span naming a file of the tree by its path from the root (the wheel's `osbp/…` paths are not).
+_SOURCE_SPAN = re.compile(
+    r"`((?:protocol|adapter|server|backend|conformance|demo|tests)/[\w/.-]+\.(?:py|toml|json|md))`"
+)
+#: A generated section (`<!-- name:start … -->` to `<!-- name:end -->`), whose tool names its own modules.
+_GENERATED = re.compile(r"<!-- ([\w-]+):start.*?<!-- \1:end -->", re.S)
+
+
+def missing_source_paths(root: Path) -> list[str]:
+    """``file: path`` for each source path a reference page names in a code span that is not in the tree
+    (the changelog is history: it names files as they were)."""
+    missing = []
+    for file in markdown_files(root):
+        relative = file.relative_to(root)
+        if relative in _DIARIES:
+            continue
+        text = _GENERATED.sub("", file.read_text(encoding="utf-8"))
+        missing += [
+            f"{relative}: {path}"
+            for path in dict.fromkeys(_SOURCE_SPAN.findall(text))
+            if not (root / path).exists()
+        ]
+    return missing
+
+
+def test_every_source_path_a_page_names_exists() -> None:
+    """Platform choice: a page that names a module names its file as it is in the tree
+    (`protocol/osbp/protocol/mandate.py`), so a reader who opens it finds it."""
+    assert missing_source_paths(REPO) == []
+
+
+def test_a_page_naming_a_moved_file_is_reported(tmp_path: Path) -> None:
+    """Platform choice: the check names the page and the path; a generated section and the changelog pass."""
+    (tmp_path / "protocol" / "osbp" / "protocol").mkdir(parents=True)
+    (tmp_path / "protocol" / "osbp" / "protocol" / "mandate.py").write_text("", encoding="utf-8")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "protocol.md").write_text(
+        "See `protocol/osbp/protocol/mandate.py` and `protocol/mandate.py`.\n"
+        "<!-- score:start -->\n`protocol/money.py`\n<!-- score:end -->\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "CHANGELOG.md").write_text("Moved `protocol/booking.py`.\n", encoding="utf-8")
+    assert missing_source_paths(tmp_path) == ["docs/protocol.md: protocol/mandate.py"]

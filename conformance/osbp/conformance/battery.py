@@ -261,12 +261,14 @@ async def run_battery(
             await grade_oracle(probe)
             await grade_dst(probe, today=now.date())
             await grade_all_day(probe)
-            await grade_bookings(probe)
-            await grade_concurrency(probe)
+            # The first-call refusals before the bookings, and the slow contention checks last: a run that
+            # stops at its first accepted failure (`stop_when`, the kill matrix) reaches them soonest.
             await grade_mandates(probe)
             await grade_impossible_inputs(probe)
+            await grade_bookings(probe)
             await grade_expiry(probe, pending_expiry)
             await grade_current(probe, pending_current)
+            await grade_concurrency(probe)
             grade_envelopes(grader, wire)
             grade_problem_prose(grader, wire)
             grade_prose_falsehoods(grader, wire, fixtures)

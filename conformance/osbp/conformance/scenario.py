@@ -37,7 +37,7 @@ from typing import Any, Literal
 import anyio
 import httpx2
 
-from osbp.conformance.wire import RATE_LIMIT_PATIENCE, retry_delay
+from osbp.conformance.wire import RATE_LIMIT_PATIENCE, retry_delay, tls_context
 
 __all__ = [
     "Outcome",
@@ -67,7 +67,7 @@ async def _request(
     # the environment must not intercept them.
     waited = 0.0
     try:
-        async with httpx2.AsyncClient(timeout=call_timeout, trust_env=False) as client:
+        async with httpx2.AsyncClient(timeout=call_timeout, trust_env=False, verify=tls_context()) as client:
             for attempt in itertools.count():
                 response = await client.request(method, url, json=body)
                 # The hooks share the platform's rate limit: an HTTP 429 is waited out per Retry-After.

@@ -18,9 +18,11 @@ import json
 import logging
 import os
 import re
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from typing import IO, Any, TextIO, cast
 
 import anyio
@@ -39,6 +41,7 @@ __all__ = [
     "open_wire",
     "retry_delay",
     "server_env",
+    "tls_context",
 ]
 
 #: Variables passed to the server besides the SDK's own defaults (HOME, LOGNAME, PATH, SHELL, TERM, USER).
@@ -169,6 +172,13 @@ def _read_text(exchange: Exchange) -> None:
         exchange.text_problem = f"text content is not JSON: {exc}"
 
 
+@cache
+def tls_context() -> ssl.SSLContext:
+    """The one verifying TLS context of the battery's HTTP clients: httpx builds and loads its CA bundle
+    for every client otherwise (tens of milliseconds each, and the hooks open one client per request)."""
+    return httpx2.create_ssl_context()
+
+
 def retry_delay(message: str, attempt: int) -> float:
     """Seconds to wait before repeating a rate-limited call: the message's "retry after N seconds", else a
     backoff by `attempt` (0-based)."""
@@ -280,7 +290,7 @@ async def _open_http_wire(
     headers = {"Authorization": f"Bearer {target.token}"} if target.token else {}
     timeout = httpx2.Timeout(call_timeout, read=call_timeout * 2)
     async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout, trust_env=False) as http,
+        httpx2.AsyncClient(headers=headers, timeout=timeout, trust_env=False, verify=tls_context()) as http,
         streamable_http_client(url, http_client=http) as (read_stream, write_stream),
         ClientSession(
             read_stream, write_stream, read_timeout_seconds=call_timeout, elicitation_callback=elicitation

@@ -334,7 +334,9 @@ MUTANTS: tuple[Mutant, ...] = (
         "core",
         "the retry of a create whose answer was lost sends a new create (a new platform key): a second"
         " appointment",
+        # Both resumed checks grade the one rule (a resumed create books once), before and after expiry.
         "idempotency.resumed_once",
+        "idempotency.resumed_after_expiry",
     ),
     _m(
         "idempotency_replay_rechecks_mandate",
