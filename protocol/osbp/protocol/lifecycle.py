@@ -283,6 +283,7 @@ class LifecyclePipeline:
             return start_local
         # The new slot is what a create of the booking's service there would book: the adapter resolves
         # it as it does for booking.create, and create's rules check it.
+        fields: dict[str, Any] = {"customer": inp.customer} if inp.customer is not None else {}
         create = BookingCreateInput(
             mandate=inp.mandate,
             idempotency_key=inp.idempotency_key,
@@ -291,7 +292,7 @@ class LifecyclePipeline:
             provider_id=inp.provider_id,
             date=inp.date,
             time=inp.time,
-            customer=inp.customer,
+            **fields,
         )
         offer = await self._adapter.resolve_booking(
             BookingRequest(create, start_local, platform_key=call.key)
@@ -352,6 +353,10 @@ class LifecyclePipeline:
                 claim.placing is not None and changed.code == ProblemCode.RATE_LIMITED
             )
             attempt.outcome_known = not said_nothing
+            if changed.code == ProblemCode.SLOT_TAKEN:
+                changed = changed.model_copy(
+                    update={"message": f"{changed.message} The original appointment is unchanged."}
+                )
             return Failure(UNKNOWN_BOOKING if changed.code == ProblemCode.BOOKING_NOT_FOUND else changed)
         result = self._result(call, context, changed)
         await self._idempotency.acomplete(claim.lease, result)

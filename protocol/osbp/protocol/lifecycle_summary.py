@@ -45,8 +45,8 @@ def _when(start_local: str, zone: str | None) -> str:
     start = parse_wall_clock(start_local)
     zone_text = f"{zone} time" if zone else "merchant local time"
     if start is None:
-        return f"at {start_local} ({zone_text})"
-    return f"on {start:%A}, {start:%Y-%m-%d} at {start:%H:%M} ({zone_text})"
+        return f"{start_local} ({zone_text})"
+    return f"{start:%A}, {start:%Y-%m-%d} at {start:%H:%M} ({zone_text})"
 
 
 def _with(provider_name: str | None, provider_id: str | None) -> str:
@@ -55,7 +55,7 @@ def _with(provider_name: str | None, provider_id: str | None) -> str:
 
 
 def _appointment(slot: CurrentSlot) -> str:
-    return f"{slot.service_name} {_when(slot.starts_at_local, slot.schedule_timezone)}" + _with(
+    return f"{slot.service_name} on {_when(slot.starts_at_local, slot.schedule_timezone)}" + _with(
         slot.provider_name, slot.provider_id
     )
 
@@ -86,7 +86,7 @@ def _cancellation_fee_sentence(quote: ChangeQuote) -> str:
     if until is None:
         return "Cancelling now is free."
     later = f" of {fee_text(quote.late_cancellation_fee)}" if quote.late_cancellation_fee else ""
-    return f"Cancelling now is free: it is free until {until}, after which a cancellation fee{later} applies."
+    return f"Cancelling is free until {until}; after that a cancellation fee{later} applies."
 
 
 def cancel_summary(quote: ChangeQuote) -> str:
