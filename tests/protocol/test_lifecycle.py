@@ -556,3 +556,26 @@ async def test_a_new_slot_taken_at_write_time_leaves_the_appointment_unchanged(
     assert (taken.code, taken.retryable) == (ProblemCode.SLOT_TAKEN, True)
     assert "The original appointment is unchanged." in taken.message
     assert adapter.bookings[booking_id].starts_at_local == "2030-05-02T10:00:00"
+
+
+@pytest.mark.anyio
+async def test_a_reschedule_whose_answer_was_lost_settles_once_and_then_replays(
+    core: OsbpCore, adapter: MemoryLifecycleAdapter
+) -> None:
+    """docs/lifecycle.md, Crash safety: one logical change is one platform change; then a local replay."""
+    booking_id = await book(core)
+    inp = reschedule_input(booking_id)
+    token = token_of(await core.reschedule_booking(inp))
+    adapter.lose_next_answer = True
+    assert (
+        refusal(await core.reschedule_booking(approved(inp, token))).code
+        == ExtensionCode.UPSTREAM_UNAVAILABLE
+    )
+    settled = await core.reschedule_booking(approved(inp, token))
+    replayed = await core.reschedule_booking(inp)
+    assert isinstance(settled, Success)
+    assert isinstance(replayed, Success)
+    assert isinstance(replayed.value, RescheduleResult)
+    assert (replayed.value, replayed.runtime) == (settled.value, LOCAL_CACHE_REPLAY)
+    assert replayed.value.current.starts_at_local == "2030-05-03T14:00:00"
+    assert adapter.writes == 1
