@@ -23,7 +23,8 @@ from osbp.protocol.idempotency import (
     booking_payload_hash,
     lease_owner,
 )
-from osbp.protocol.models import Booking, BookingCreateInput, Receipt
+from osbp.protocol.lifecycle_models import CancelResult
+from osbp.protocol.models import Booking, BookingCreateInput, Money, Receipt
 from osbp.protocol.problems import ExtensionCode
 from osbp.protocol.state import open_state_store
 from osbp.protocol.store import StateStore
@@ -445,3 +446,35 @@ def test_a_state_made_before_scopes_keeps_its_records_for_the_first_caller_retry
     # Opening the upgraded state again changes nothing.
     again = IdempotencyStore(open_state_store(state_location), clock=FixedClock(START))
     assert again.claim("idem_old_settled", "hash_s", "org|local") == Replay(RECEIPT)
+
+
+def test_a_booking_counts_as_created_only_in_the_scope_whose_create_settled_it(
+    store: IdempotencyStore,
+) -> None:
+    """docs/lifecycle.md, Whose booking: another subject's record under the same key proves nothing."""
+    alice = store.claim("idem_1", "hash_a", "org|alice")
+    bob = store.claim("idem_1", "hash_b", "org|bob")
+    assert isinstance(alice, Claimed)
+    assert isinstance(bob, Claimed)
+    store.complete(alice.lease, RECEIPT, Booking(id="appt_1", status="booked"))
+    bobs = Receipt(id="receipt_idem_1", booking_id="appt_2", text="Booked.")
+    store.complete(bob.lease, bobs, Booking(id="appt_2", status="booked"))
+    found = [
+        store.created_in_scope(booking_id, scope)
+        for booking_id in ("appt_1", "appt_2", "appt_3")
+        for scope in ("org|alice", "org|bob")
+    ]
+    assert found == [True, False, False, True, False, False]
+
+
+def test_a_replay_keeps_the_whole_stored_result_beside_its_receipt(store: IdempotencyStore) -> None:
+    """Platform choice: a lifecycle result (more fields than a receipt) settles and replays in full."""
+    claim = store.claim("idem_change", "hash_c", "org|local")
+    assert isinstance(claim, Claimed)
+    fee = Money(amount_minor=0, currency="USD")
+    result = CancelResult(id="receipt_c", booking_id="appt_1", status="cancelled", fee=fee, text="Cancelled.")
+    store.complete(claim.lease, result)
+    replay = store.peek("idem_change", "hash_c", "org|local")
+    assert isinstance(replay, Replay)
+    assert replay.receipt == Receipt(id="receipt_c", booking_id="appt_1", text="Cancelled.")
+    assert CancelResult.model_validate_json(replay.stored) == result

@@ -45,7 +45,7 @@ from datetime import timedelta
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.idempotency import booking_payload_hash
-from osbp.protocol.models import BookingCreateInput, Customer, Money, Policy, Problem, Service, Slot
+from osbp.protocol.models import Approval, BookingCreateInput, Customer, Money, Policy, Problem, Service, Slot
 from osbp.protocol.money import fixed_amount, format_display
 from osbp.protocol.principal import subject_binding
 from osbp.protocol.problems import ProblemCode, problem
@@ -238,13 +238,13 @@ def build_approval_summary(
     return " ".join(sentences)
 
 
-def _challenge(summary: str, token: str, reason: str | None) -> Problem:
+def _challenge(summary: str, token: str, reason: str | None, tool: str = "booking.create") -> Problem:
     lead = f"{reason} A fresh final confirmation is required. " if reason else ""
     return problem(
         ProblemCode.REQUIRES_USER_CONFIRMATION,
         f"{lead}Final confirmation required: show the user this summary and ask them to confirm it.\n\n"
         f"{summary}\n\n"
-        "Agent instruction (never show this to the user): after the user confirms, retry booking.create with "
+        f"Agent instruction (never show this to the user): after the user confirms, retry {tool} with "
         f'the same payload and idempotency_key plus approval.confirmed=true and approval.token="{token}".',
         retryable=True,
     )
@@ -275,16 +275,32 @@ class ApprovalGate:
         ``offer`` (the resolved offer's JSON, when it carries a validator) is kept with a new challenge's
         token for :meth:`approved_offer`.
         """
-        payload_hash = subject_binding(booking_payload_hash(inp))
-        summary_hash = sha256_hex(summary)
+        return self.evaluate_payload(booking_payload_hash(inp), inp.approval, summary, offer=offer)
+
+    def evaluate_payload(
+        self,
+        payload_hash: str,
+        approval: Approval | None,
+        summary: str,
+        *,
+        offer: str | None = None,
+        summary_hash: str | None = None,
+        tool: str = "booking.create",
+    ) -> ApprovalDecision:
+        """:meth:`evaluate` for any effect's payload hash: ``summary_hash`` (default: the summary's) is bound.
+
+        ``tool`` is the dotted tool name the challenge tells the agent to retry.
+        """
+        payload_hash = subject_binding(payload_hash)
+        summary_hash = summary_hash or sha256_hex(summary)
         now = to_micros(self._clock.now())
         reason: str | None = None
         with self._state.write() as db:
-            if inp.approval is not None:
+            if approval is not None:
                 row = db.execute(
                     "SELECT payload_hash, summary_hash, expires_at, spent_at FROM approvals"
                     " WHERE token_hash = ?",
-                    (secret_hash(inp.approval.token),),
+                    (secret_hash(approval.token),),
                 ).fetchone()
                 if row is None or row[0] != payload_hash:
                     reason = "The approval token is not valid for this booking."
@@ -295,7 +311,7 @@ class ApprovalGate:
                 elif row[1] != summary_hash:
                     reason = "The booking details changed since the user approved them."
                 else:
-                    return Approved(inp.approval.token)
+                    return Approved(approval.token)
             # The user is shown this summary now: tokens of the payload bound to another one must stop
             # authorizing anything; those of this summary stay valid (the same facts were approved).
             db.execute(
@@ -318,7 +334,7 @@ class ApprovalGate:
                     offer,
                 ),
             )
-        return _challenge(summary, token, reason)
+        return _challenge(summary, token, reason, tool)
 
     def approved_offer(self, inp: BookingCreateInput) -> str | None:
         """The offer kept with ``inp.approval``'s token, if the token is this payload's, unspent, unexpired.
@@ -355,6 +371,22 @@ class ApprovalGate:
     ) -> ApprovalDecision:
         """:meth:`evaluate` on the event loop when the file's lock is free, else in a worker thread."""
         return await self._state.run(lambda: self.evaluate(inp, summary, offer))
+
+    async def aevaluate_payload(
+        self,
+        payload_hash: str,
+        approval: Approval | None,
+        summary: str,
+        *,
+        summary_hash: str | None = None,
+        tool: str = "booking.create",
+    ) -> ApprovalDecision:
+        """:meth:`evaluate_payload` on the event loop when the file's lock is free, else in a thread."""
+        return await self._state.run(
+            lambda: self.evaluate_payload(
+                payload_hash, approval, summary, summary_hash=summary_hash, tool=tool
+            )
+        )
 
     async def aapproved_offer(self, inp: BookingCreateInput) -> str | None:
         """:meth:`approved_offer` on the loop when the lock is free (no lookup without an approval)."""

@@ -98,7 +98,7 @@ from osbp.protocol.principal import platform_key, scope_of
 from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.protocol.state import StateStoreError
 
-__all__ = ["BookingPipeline", "receipt_text"]
+__all__ = ["BookingPipeline", "receipt_text", "unpriced_fees_problem"]
 
 logger = logging.getLogger("osbp.protocol")
 
@@ -134,6 +134,17 @@ def receipt_text(
             f"Requested {service_name} {when}; the merchant must still approve it. Booking id: {booking.id}."
         )
     return f"Booked {service_name} {when}. Booking id: {booking.id}."
+
+
+def unpriced_fees_problem(fees: tuple[str, ...]) -> Problem:
+    """The fail-closed answer (no token) for fees the platform charges without saying how much."""
+    return problem(
+        ProblemCode.REQUIRES_USER_CONFIRMATION,
+        f"The merchant charges a {' and a '.join(fees)} but does not say how much, so this booking cannot "
+        "be explained to the user; route to handoff.request. Do not retry as a final-confirmation "
+        "challenge: there is no approval token.",
+        retryable=False,
+    )
 
 
 #: The answer while an approved attempt's outcome at the platform is not known here yet.
@@ -532,13 +543,7 @@ class BookingPipeline:
         if failed is not None:
             return failed
         if offer.unpriced_fees:
-            return problem(
-                ProblemCode.REQUIRES_USER_CONFIRMATION,
-                f"The merchant charges a {' and a '.join(offer.unpriced_fees)} but does not say how much, so "
-                "this booking cannot be explained to the user; route to handoff.request. Do not retry as a "
-                "final-confirmation challenge: there is no approval token.",
-                retryable=False,
-            )
+            return unpriced_fees_problem(offer.unpriced_fees)
         if not inp.provider_id:
             return problem(ProblemCode.PROVIDER_UNKNOWN, "booking.create needs the slot's provider_id.")
         if offer.not_offered is not None:

@@ -29,6 +29,14 @@ from osbp.protocol.booking import BookingPipeline
 from osbp.protocol.clock import Clock, SystemClock
 from osbp.protocol.contract import AdapterResult, Failure, Success
 from osbp.protocol.idempotency import IdempotencyStore
+from osbp.protocol.lifecycle import LifecyclePipeline
+from osbp.protocol.lifecycle_models import (
+    BookingCancelInput,
+    BookingRescheduleInput,
+    CancelResult,
+    RescheduleResult,
+)
+from osbp.protocol.lifecycle_port import LifecycleAdapter
 from osbp.protocol.models import (
     AvailabilityFindInput,
     Booking,
@@ -89,6 +97,14 @@ class OsbpCore:
         self._pipeline = BookingPipeline(
             adapter, idempotency=self.idempotency, approvals=self.approvals, clock=self._clock
         )
+        #: booking.cancel and booking.reschedule, when the adapter implements the lifecycle port too.
+        self._lifecycle = (
+            LifecyclePipeline(
+                adapter, idempotency=self.idempotency, approvals=self.approvals, clock=self._clock
+            )
+            if isinstance(adapter, LifecycleAdapter)
+            else None
+        )
 
     @property
     def state(self) -> StateBackend:
@@ -132,6 +148,25 @@ class OsbpCore:
     async def create_booking(self, inp: BookingCreateInput) -> AdapterResult[Receipt]:
         """booking.create through the core's pipeline (the adapter only resolves and places)."""
         return await self._pipeline.create(inp)
+
+    @property
+    def serves_lifecycle(self) -> bool:
+        """Whether the adapter implements the lifecycle port (docs/lifecycle.md)."""
+        return self._lifecycle is not None
+
+    async def cancel_booking(self, inp: BookingCancelInput) -> AdapterResult[CancelResult]:
+        """booking.cancel through the core's lifecycle pipeline."""
+        return await self._lifecycle_pipeline().cancel(inp)
+
+    async def reschedule_booking(self, inp: BookingRescheduleInput) -> AdapterResult[RescheduleResult]:
+        """booking.reschedule through the core's lifecycle pipeline."""
+        return await self._lifecycle_pipeline().reschedule(inp)
+
+    def _lifecycle_pipeline(self) -> LifecyclePipeline:
+        if self._lifecycle is None:
+            # A host bug: it offered a lifecycle tool over an adapter without the port.
+            raise TypeError(f"{type(self.adapter).__name__} does not implement LifecyclePort")
+        return self._lifecycle
 
     async def get_booking(self, inp: BookingStatusInput) -> AdapterResult[Booking]:
         """booking.status: the platform's current state, or the marked snapshot while it is unreachable."""

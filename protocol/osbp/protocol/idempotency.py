@@ -46,7 +46,7 @@ import secrets
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -55,7 +55,7 @@ import anyio.to_thread
 
 from osbp.protocol.canonical import sha256_hex
 from osbp.protocol.clock import Clock, SystemClock
-from osbp.protocol.models import Booking, BookingCreateInput, Problem, Receipt, RuntimeDiagnostics
+from osbp.protocol.models import Booking, BookingCreateInput, OSBPModel, Problem, Receipt, RuntimeDiagnostics
 from osbp.protocol.problems import ExtensionCode, ProblemCode, problem
 from osbp.protocol.state import StateBackend
 from osbp.protocol.store import StateStoreError, duration_micros, to_micros
@@ -129,9 +129,21 @@ class Claimed:
 
 @dataclass(frozen=True, slots=True)
 class Replay:
-    """The attempt already settled: serve this receipt without contacting the platform."""
+    """The attempt already settled: serve this receipt without contacting the platform.
+
+    ``stored`` is the settled result's JSON as completed (a lifecycle change's result has more fields
+    than the receipt view in ``receipt``).
+    """
 
     receipt: Receipt
+    stored: str = field(default="", compare=False, repr=False)
+
+
+def _replay(stored: str) -> Replay:
+    """The settled record's result: its receipt fields (``id``, ``booking_id``, ``text``) and the whole."""
+    settled = json.loads(stored)
+    receipt = Receipt.model_validate({name: settled[name] for name in Receipt.model_fields})
+    return Replay(receipt, stored)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +252,7 @@ class IdempotencyStore:
             if stored_hash != payload_hash:
                 return Conflict(problem(ProblemCode.IDEMPOTENCY_CONFLICT))
             if state == "settled":
-                return Replay(Receipt.model_validate_json(receipt_json))
+                return _replay(receipt_json)
             placing = _placing(placing_json)
             if lease_id is None and waited and placing is None:
                 # The holder released without settling (its attempt failed): do not silently start
@@ -277,8 +289,8 @@ class IdempotencyStore:
             time.sleep(interval)
             interval = min(interval * 1.5, 0.2)
 
-    def complete(self, lease: Lease, receipt: Receipt, booking: Booking | None = None) -> None:
-        """Settle the attempt with its receipt (after the platform create succeeded).
+    def complete(self, lease: Lease, receipt: OSBPModel, booking: Booking | None = None) -> None:
+        """Settle the attempt with its receipt (after the platform create, or a change, succeeded).
 
         ``booking``, when given, is the booking as the platform reported it at creation: kept in the same
         transaction as a snapshot that :meth:`booking_snapshot` can serve when the platform cannot be read.
@@ -299,6 +311,22 @@ class IdempotencyStore:
                     " recorded_at = excluded.recorded_at",
                     (booking.id, lease.key, booking.to_wire_json(), now),
                 )
+
+    def created_in_scope(self, booking_id: str, scope: str) -> bool:
+        """Whether a create of ``scope`` settled here with ``booking_id`` (its snapshot and its record)."""
+        with self._state.read() as db:
+            rows = db.execute(
+                "SELECT i.receipt_json FROM booking_snapshots s JOIN idempotency i"
+                " ON i.key = s.idempotency_key AND i.scope = ? AND i.state = 'settled'"
+                " WHERE s.booking_id = ?",
+                (scope, booking_id),
+            ).fetchall()
+        # The key alone does not say who booked: another scope may have used it for its own booking.
+        return any(json.loads(row[0]).get("booking_id") == booking_id for row in rows)
+
+    async def acreated_in_scope(self, booking_id: str, scope: str) -> bool:
+        """:meth:`created_in_scope` without blocking the event loop."""
+        return await self._state.run(lambda: self.created_in_scope(booking_id, scope))
 
     def booking_snapshot(self, booking_id: str) -> Booking | None:
         """The booking as it was when this store settled its create, if it did (never current state)."""
@@ -371,7 +399,7 @@ class IdempotencyStore:
         if row is None:
             return None
         if row[0] == "settled":
-            return Replay(Receipt.model_validate_json(row[1]))
+            return _replay(row[1])
         return _placing(row[2])
 
     def _adopt(self, key: str, payload_hash: str, scope: str) -> bool:
@@ -405,7 +433,7 @@ class IdempotencyStore:
             return outcome
         return await anyio.to_thread.run_sync(self.claim, key, payload_hash, scope)
 
-    async def acomplete(self, lease: Lease, receipt: Receipt, booking: Booking | None = None) -> None:
+    async def acomplete(self, lease: Lease, receipt: OSBPModel, booking: Booking | None = None) -> None:
         """:meth:`complete` without blocking the event loop."""
         await self._state.run(lambda: self.complete(lease, receipt, booking))
 

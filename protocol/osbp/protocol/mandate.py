@@ -55,7 +55,16 @@ from osbp.protocol.money import fixed_amount, format_display
 from osbp.protocol.problems import ProblemCode, problem
 from osbp.protocol.timeutil import combine_wall_clock, has_offset, parse_instant, parse_wall_clock
 
-__all__ = ["check_requested_wall_clock", "precheck_mandate", "validate_mandate"]
+__all__ = [
+    "V010_CAPS",
+    "check_mandate_head",
+    "check_requested_wall_clock",
+    "precheck_mandate",
+    "validate_mandate",
+]
+
+#: The v0.1.0 caps that must be fixed amounts when present (an extension names more).
+V010_CAPS = ("max_price", "max_extra_fee")
 
 
 #: Why a payment the policy requires cannot be bounded: the policy names no fixed amount for it.
@@ -75,7 +84,7 @@ def _unconfirmable(reason: str) -> Problem:
     )
 
 
-def _well_formed(mandate: BookingMandate) -> Problem | None:
+def _well_formed(mandate: BookingMandate, caps: tuple[str, ...] = V010_CAPS) -> Problem | None:
     if not mandate.id:
         return _invalid("id is missing")
     if not mandate.expires_at:
@@ -89,7 +98,7 @@ def _well_formed(mandate: BookingMandate) -> Problem | None:
     ]
     if missing:
         return _invalid(f"required field(s) missing: {', '.join(missing)}")
-    for name in ("max_price", "max_extra_fee"):
+    for name in caps:
         cap: Money | None = getattr(mandate, name)
         if cap is not None and fixed_amount(cap) is None:
             return _invalid(f"{name} must be a fixed amount_minor")
@@ -268,9 +277,11 @@ def _payment(mandate: BookingMandate, slot: Slot, service: Service, policy: Poli
     return None
 
 
-def _head(mandate: BookingMandate, *, now: datetime, action: str) -> Problem | None:
+def _head(
+    mandate: BookingMandate, *, now: datetime, action: str, caps: tuple[str, ...] = V010_CAPS
+) -> Problem | None:
     """Steps 1-3: well-formed, not expired, the action allowed."""
-    failed = _well_formed(mandate)
+    failed = _well_formed(mandate, caps)
     if failed:
         return failed
     expires_at = parse_instant(mandate.expires_at or "")
@@ -283,6 +294,13 @@ def _head(mandate: BookingMandate, *, now: datetime, action: str) -> Problem | N
     if action not in (mandate.allowed_actions or []):
         return problem(ProblemCode.ACTION_NOT_ALLOWED, f"{action} is not in BookingMandate.allowed_actions.")
     return None
+
+
+def check_mandate_head(
+    mandate: BookingMandate, *, now: datetime, action: str, caps: tuple[str, ...] = V010_CAPS
+) -> Problem | None:
+    """Steps 1-3 alone (well-formed with every cap in ``caps`` fixed, not expired, ``action`` allowed)."""
+    return _head(mandate, now=now, action=action, caps=caps)
 
 
 def validate_mandate(

@@ -103,19 +103,32 @@ class ExtensionCode(StrEnum):
     #: A call whose audit record could not be written before anything changed (a read's record, an
     #: effect's intent): its answer is withheld, and it is retryable, since nothing changed.
     AUDIT_UNAVAILABLE = "audit_unavailable"
+    # The lifecycle extension (docs/lifecycle.md, its table version 0.1), answered by the protocol core.
+    #: The appointment is completed, a no-show, has started, or (cancel only) was cancelled by the merchant.
+    BOOKING_NOT_CANCELLABLE = "booking_not_cancellable"
+    #: The appointment has started or is no longer active.
+    BOOKING_NOT_RESCHEDULABLE = "booking_not_reschedulable"
+    #: The cancellation fee that applies now is above ``max_cancellation_fee``.
+    CANCELLATION_FEE_EXCEEDS_MANDATE = "cancellation_fee_exceeds_mandate"
+    #: The platform's reschedule fee is above ``max_reschedule_fee``.
+    RESCHEDULE_FEE_EXCEEDS_MANDATE = "reschedule_fee_exceeds_mandate"
+    #: The appointment changed on the platform between read and write (retryable: a fresh challenge).
+    BOOKING_CHANGED = "booking_changed"
 
 
 #: Every code this implementation answers: the spec's table, then the extensions.
 ALL_CODES: tuple[str, ...] = (*ProblemCode, *ExtensionCode)
 
 
-#: Codes the spec marks retryable. ``requires_user_confirmation`` is retryable only in its challenge form
-#: (see :mod:`osbp.protocol.approval`); its fail-closed validator form is not, so it is absent here.
+#: Codes the spec (and the lifecycle extension's table) marks retryable. ``requires_user_confirmation`` is
+#: retryable only in its challenge form (see :mod:`osbp.protocol.approval`); its fail-closed validator form
+#: is not, so it is absent here.
 RETRYABLE_CODES: frozenset[str] = frozenset(
     {
         ProblemCode.REQUIRES_VERIFICATION,
         ProblemCode.SLOT_TAKEN,
         ProblemCode.RATE_LIMITED,
+        ExtensionCode.BOOKING_CHANGED,
     }
 )
 
