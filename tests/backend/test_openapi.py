@@ -697,6 +697,18 @@ def test_the_create_documents_its_idempotency_key_as_required():
     assert DOCUMENT["components"]["headers"]["Idempotent-Replayed"]["required"] is False
 
 
+@pytest.mark.parametrize(("change", "key_required"), [("cancel", False), ("reschedule", True)])
+def test_the_customer_changes_document_their_key_if_match_and_etag(change, key_required):
+    """docs/lifecycle.md (the platform side): both take Idempotency-Key and If-Match and answer the ETag."""
+    operation = DOCUMENT["paths"][f"{_APT_T}/{change}"]["post"]
+    headers = {p["name"]: p for p in operation["parameters"] if p["in"] == "header"}
+    assert (headers["Idempotency-Key"]["required"], headers["If-Match"]["required"]) == (key_required, False)
+    assert {"ETag", "Idempotent-Replayed"} <= set(operation["responses"]["200"]["headers"])
+    assert "appointment_changed" in operation["responses"]["412"]["description"]
+    quote = DOCUMENT["paths"][f"{_APT_T}/change-quote"]["get"]
+    assert "ETag" in quote["responses"]["200"]["headers"]
+
+
 def test_the_deprecated_endpoint_documents_its_lifecycle_headers():
     """RFC 9745 and RFC 8594: every answer of the deprecated endpoint lists Deprecation, Sunset and Link."""
     operation = DOCUMENT["paths"]["/api/organizations/{organization_id}/availability"]["get"]
