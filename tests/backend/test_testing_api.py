@@ -193,3 +193,13 @@ def test_an_armed_rate_limit_refuses_the_next_cancel_once_and_not_the_create(cli
     limited = client.post(cancel)
     assert (limited.status_code, limited.headers["retry-after"]) == (429, "1")
     assert client.post(cancel).json()["status"] == "cancelled"
+
+
+def test_the_status_hook_gives_the_appointment_a_new_version(client):
+    """docs/lifecycle.md (booking_changed): any change of the stored status bumps the version, so a
+    customer change holding the old ETag is refused."""
+    appointment = create(client, "carolyns_dental", booking()).json()
+    body = {"organization_id": "carolyns_dental", "booking_id": appointment["id"], "status": "no_show"}
+    assert (
+        client.post("/_testing/appointment-status", json=body).json()["version"] == appointment["version"] + 1
+    )

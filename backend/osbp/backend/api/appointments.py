@@ -15,7 +15,7 @@ from fastapi import APIRouter, Header
 from starlette.responses import JSONResponse, Response
 
 from osbp.backend import appointments, merchant
-from osbp.backend.api.deps import RuntimeDep, model_json, problem_responses
+from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses
 from osbp.backend.changes import not_cancellable
 from osbp.backend.idempotency import parse_key
 from osbp.backend.openapi import answer_headers, header_parameter
@@ -144,8 +144,7 @@ def create_appointment(
 
 def _with_tag(appointment: AppointmentOut) -> Response:
     """The appointment document with its ETag."""
-    headers = {"ETag": appointment_tag(appointment.id, appointment.version)}
-    return Response(model_json(appointment), media_type="application/json", headers=headers)
+    return model_response(appointment, {"ETag": appointment_tag(appointment.id, appointment.version)})
 
 
 @router.get(

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Header
 from starlette.responses import JSONResponse, Response
 
 from osbp.backend import changes
-from osbp.backend.api.deps import RuntimeDep, model_json, problem_responses
+from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses
 from osbp.backend.changes import Changed
 from osbp.backend.idempotency import parse_key
 from osbp.backend.openapi import answer_headers, header_parameter
@@ -92,7 +92,7 @@ async def read_change_quote(organization_id: str, appointment_id: str, runtime: 
     terms, etag = changes.quote(
         runtime.db, organization_id=organization_id, appointment_id=appointment_id, now=runtime.clock.now()
     )
-    return Response(model_json(terms), media_type="application/json", headers={"ETag": etag})
+    return model_response(terms, {"ETag": etag})
 
 
 @router.post(
