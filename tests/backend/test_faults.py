@@ -281,3 +281,76 @@ def test_armed_slow_holds_only_the_next_create_and_can_be_armed_again(client):
         assert held >= 1.9
         assert time.monotonic() - started - held < 1.5
     assert stats(client)["appointments"] == 4
+
+
+def _arm_change(client: httpx2.Client, outcome: str, operation: str) -> None:
+    body = {"organization_id": "carolyns_dental", "outcome": outcome, "operation": operation}
+    assert client.post("/_testing/arm", json=body).json() == {
+        "organization_id": "carolyns_dental",
+        "armed": outcome,
+    }
+
+
+def _change(client: httpx2.Client, appointment_id: str, operation: str, key: str) -> httpx2.Response:
+    path = f"{CREATE}/{appointment_id}/{operation}"
+    slot = {
+        "location_id": "carolyns_dental_midtown",
+        "provider_id": "carolyns_dental_dr_reyes",
+        "date": "2026-05-05",
+    }
+    body = slot | {"time": "13:00"} if operation == "reschedule" else None
+    return client.post(path, json=body, headers={"Idempotency-Key": key})
+
+
+@pytest.mark.parametrize(
+    ("operation", "event"), [("reschedule", "appointment.rescheduled"), ("cancel", None)]
+)
+def test_an_armed_lost_response_commits_a_change_once_and_the_same_key_replays_it(client, operation, event):
+    """docs/lifecycle.md (crash safety): the change committed before its answer was lost; the retry under
+    the same key after `reachable` replays it, and the appointment changed exactly once."""
+    appointment_id = create(client, "k-book").json()["id"]
+    _arm_change(client, "lost_response", operation)
+    assert client.get(f"{CREATE}/{appointment_id}").status_code == 200  # other routes are served
+    for _ in range(2):
+        with pytest.raises(httpx2.RemoteProtocolError):
+            _change(client, appointment_id, operation, "k-change")
+    changed = client.get(f"{CREATE}/{appointment_id}").json()
+    assert changed["version"] == 2
+    _arm_change(client, "reachable", operation)
+    replay = _change(client, appointment_id, operation, "k-change")
+    assert (replay.status_code, replay.headers["idempotent-replayed"]) == (200, "true")
+    assert replay.json()["version"] == 2
+    assert client.get(f"{CREATE}/{appointment_id}").json() == changed
+    assert (stats(client)["appointments"], stats(client)["active_appointments"]) == (
+        1,
+        1 if operation == "reschedule" else 0,
+    )
+
+
+def test_an_armed_slow_reschedule_holds_its_commit_and_a_concurrent_duplicate_replays_it(client):
+    """docs/lifecycle.md (slow commit): the next reschedule holds the write lock two seconds before its
+    commit; its duplicate under the same key waits for it and replays the one move."""
+    appointment_id = create(client, "k-book").json()["id"]
+    _arm_change(client, "slow", "reschedule")
+    answers: list[httpx2.Response] = []
+    with httpx2.Client(base_url=str(client.base_url), trust_env=False, timeout=30.0) as slow_client:
+        started = time.monotonic()
+        first = threading.Thread(
+            target=lambda: answers.append(_change(slow_client, appointment_id, "reschedule", "k"))
+        )
+        first.start()
+        deadline = time.monotonic() + 10
+        while client.get("/_testing/faults").json()["hits"] != [1] and time.monotonic() < deadline:
+            pass  # the rule has hit once the first reschedule is being served
+        with httpx2.Client(base_url=str(client.base_url), trust_env=False, timeout=30.0) as other:
+            duplicate = _change(other, appointment_id, "reschedule", "k")
+        first.join(timeout=30)
+        held = time.monotonic() - started
+    assert held >= 1.9
+    assert [answer.status_code for answer in answers] == [200]
+    assert duplicate.status_code == 200
+    assert {answers[0].headers.get("idempotent-replayed"), duplicate.headers.get("idempotent-replayed")} == {
+        None,
+        "true",
+    }
+    assert client.get(f"{CREATE}/{appointment_id}").json()["version"] == 2

@@ -159,6 +159,74 @@ def _reschedule_onto_taken(client: TestClient) -> Any:
     return client.post(_MERCHANT.format(id=moving) + "reschedule", json={"date": DAY, "time": "12:00"})
 
 
+_CHANGE = ORG_URL + "/appointments/{id}/"
+
+
+def _slot(time: str, provider_id: str = "carolyns_dental_dr_reyes", **fields: str) -> dict[str, str]:
+    """A customer reschedule's body: the new slot."""
+    return {
+        "location_id": "carolyns_dental_midtown",
+        "provider_id": provider_id,
+        "date": DAY,
+        "time": time,
+    } | fields
+
+
+def _reschedule(time: str = "16:00", **fields: str) -> Callable[[TestClient], Any]:
+    """The customer's reschedule of a fresh 15:00 appointment to ``time`` (or another slot's ``fields``)."""
+    return lambda c: c.post(
+        _CHANGE.format(id=_book(c, "15:00")) + "reschedule", json=_slot(time, **fields), headers=_key()
+    )
+
+
+def _change_reused(operation: str) -> Callable[[TestClient], Any]:
+    """A create's Idempotency-Key sent again with a cancel or reschedule of that appointment."""
+
+    def provoke(client: TestClient) -> Any:
+        headers = _key()
+        created = client.post(f"{ORG_URL}/appointments", json=booking(time="11:00"), headers=headers)
+        body = _slot("16:00") if operation == "reschedule" else None
+        return client.post(_CHANGE.format(id=created.json()["id"]) + operation, json=body, headers=headers)
+
+    return provoke
+
+
+def _stale(operation: str) -> Callable[[TestClient], Any]:
+    """A cancel or reschedule whose If-Match is the ETag of the appointment before a merchant moved it."""
+
+    def provoke(client: TestClient) -> Any:
+        appointment_id = _book(client, "13:00")
+        etag = client.get(_CHANGE.format(id=appointment_id) + "change-quote").headers["ETag"]
+        client.post(_MERCHANT.format(id=appointment_id) + "reschedule", json={"date": DAY, "time": "13:30"})
+        body = _slot("16:00") if operation == "reschedule" else None
+        return client.post(
+            _CHANGE.format(id=appointment_id) + operation, json=body, headers=_key() | {"If-Match": etag}
+        )
+
+    return provoke
+
+
+def _reschedule_cancelled(client: TestClient) -> Any:
+    appointment_id = _book(client, "13:00")
+    client.post(_CHANGE.format(id=appointment_id) + "cancel")
+    return client.post(_CHANGE.format(id=appointment_id) + "reschedule", json=_slot("16:00"), headers=_key())
+
+
+def _customer_reschedule_onto_taken(client: TestClient) -> Any:
+    _book(client, "12:00")
+    moving = _book(client, "13:00")
+    return client.post(_CHANGE.format(id=moving) + "reschedule", json=_slot("12:00"), headers=_key())
+
+
+def _reschedule_to_ineligible(client: TestClient) -> Any:
+    booked = create(client, ORG, booking(service_id="carolyns_dental_crown", time="13:00"), key="crown")
+    return client.post(
+        _CHANGE.format(id=booked.json()["id"]) + "reschedule",
+        json=_slot("16:00", provider_id="carolyns_dental_dr_okafor"),
+        headers=_key(),
+    )
+
+
 _LOOPBACK_HOOK = {"url": "http://127.0.0.1:9/bookwell-events"}
 
 
@@ -313,6 +381,39 @@ PROVOKE: dict[tuple[str, str, int, str | None], Callable[[TestClient], Any]] = {
         f"{ORG_URL}/appointments/apt_none/cancel"
     ),
     ("POST", _APT_T + "/cancel", 409, "appointment_not_cancellable"): _cancelled_after_its_end,
+    ("POST", _APT_T + "/cancel", 400, "idempotency_key_missing"): lambda c: c.post(
+        _CHANGE.format(id=_book(c, "15:00")) + "cancel", headers={"Idempotency-Key": "not a key"}
+    ),
+    ("POST", _APT_T + "/cancel", 412, "appointment_changed"): _stale("cancel"),
+    ("POST", _APT_T + "/cancel", 422, "idempotency_key_reused"): _change_reused("cancel"),
+    ("GET", _APT_T + "/change-quote", 200, None): _on_booked("GET", _CHANGE + "change-quote"),
+    ("GET", _APT_T + "/change-quote", 404, "organization_not_found"): lambda c: c.get(
+        f"{NOPE}/appointments/apt_none/change-quote"
+    ),
+    ("GET", _APT_T + "/change-quote", 404, "appointment_not_found"): lambda c: c.get(
+        f"{ORG_URL}/appointments/apt_none/change-quote"
+    ),
+    ("POST", _APT_T + "/reschedule", 200, None): _reschedule(),
+    ("POST", _APT_T + "/reschedule", 400, "invalid_request"): lambda c: c.post(
+        _CHANGE.format(id=_book(c, "15:00")) + "reschedule", json={"date": DAY}, headers=_key()
+    ),
+    ("POST", _APT_T + "/reschedule", 400, "idempotency_key_missing"): lambda c: c.post(
+        _CHANGE.format(id=_book(c, "15:00")) + "reschedule", json=_slot("16:00")
+    ),
+    ("POST", _APT_T + "/reschedule", 404, "organization_not_found"): lambda c: c.post(
+        f"{NOPE}/appointments/apt_none/reschedule", json=_slot("16:00"), headers=_key()
+    ),
+    ("POST", _APT_T + "/reschedule", 404, "appointment_not_found"): lambda c: c.post(
+        f"{ORG_URL}/appointments/apt_none/reschedule", json=_slot("16:00"), headers=_key()
+    ),
+    ("POST", _APT_T + "/reschedule", 404, "location_not_found"): _reschedule(location_id="nope"),
+    ("POST", _APT_T + "/reschedule", 404, "provider_not_found"): _reschedule(provider_id="nope"),
+    ("POST", _APT_T + "/reschedule", 409, "slot_taken"): _customer_reschedule_onto_taken,
+    ("POST", _APT_T + "/reschedule", 409, "slot_unavailable"): _reschedule("03:00"),
+    ("POST", _APT_T + "/reschedule", 409, "appointment_not_reschedulable"): _reschedule_cancelled,
+    ("POST", _APT_T + "/reschedule", 412, "appointment_changed"): _stale("reschedule"),
+    ("POST", _APT_T + "/reschedule", 422, "idempotency_key_reused"): _change_reused("reschedule"),
+    ("POST", _APT_T + "/reschedule", 422, "provider_not_eligible"): _reschedule_to_ineligible,
     ("POST", _APT_T + "/no-show", 200, None): _no_show,
     ("POST", _APT_T + "/no-show", 404, "organization_not_found"): lambda c: c.post(
         f"{NOPE}/appointments/apt_none/no-show"
@@ -594,6 +695,18 @@ def test_the_create_documents_its_idempotency_key_as_required():
         "X-Request-Id",
     }
     assert DOCUMENT["components"]["headers"]["Idempotent-Replayed"]["required"] is False
+
+
+@pytest.mark.parametrize(("change", "key_required"), [("cancel", False), ("reschedule", True)])
+def test_the_customer_changes_document_their_key_if_match_and_etag(change, key_required):
+    """docs/lifecycle.md (the platform side): both take Idempotency-Key and If-Match and answer the ETag."""
+    operation = DOCUMENT["paths"][f"{_APT_T}/{change}"]["post"]
+    headers = {p["name"]: p for p in operation["parameters"] if p["in"] == "header"}
+    assert (headers["Idempotency-Key"]["required"], headers["If-Match"]["required"]) == (key_required, False)
+    assert {"ETag", "Idempotent-Replayed"} <= set(operation["responses"]["200"]["headers"])
+    assert "appointment_changed" in operation["responses"]["412"]["description"]
+    quote = DOCUMENT["paths"][f"{_APT_T}/change-quote"]["get"]
+    assert "ETag" in quote["responses"]["200"]["headers"]
 
 
 def test_the_deprecated_endpoint_documents_its_lifecycle_headers():

@@ -171,3 +171,35 @@ def test_reachable_lifts_only_the_outage_and_keeps_the_rest_of_the_fault_profile
     client.post("/_testing/arm", json={"organization_id": "carolyns_dental", "outcome": "reachable"})
     profile = client.get("/_testing/faults").json()
     assert ([rule["mode"] for rule in profile["rules"]], profile["hits"]) == (["latency"], [1])
+
+
+@pytest.mark.parametrize(
+    ("outcome", "operation"),
+    [("requires_verification", "cancel"), ("slot_taken", "cancel"), ("requires_verification", "reschedule")],
+)
+def test_an_outcome_a_change_cannot_have_is_refused_for_it(client, outcome, operation):
+    """Platform choice (docs/backend-api.md): only the outcomes a cancel or reschedule can meet are armed."""
+    body = {"organization_id": "carolyns_dental", "outcome": outcome, "operation": operation}
+    refused = client.post("/_testing/arm", json=body)
+    assert (refused.status_code, refused.json()["code"]) == (400, "invalid_request")
+
+
+def test_an_armed_rate_limit_refuses_the_next_cancel_once_and_not_the_create(client):
+    """Platform choice: an outcome armed for the cancel waits for the cancel."""
+    body = {"organization_id": "carolyns_dental", "outcome": "rate_limited", "operation": "cancel"}
+    assert client.post("/_testing/arm", json=body).status_code == 200
+    appointment = create(client, "carolyns_dental", booking()).json()
+    cancel = f"/api/organizations/carolyns_dental/appointments/{appointment['id']}/cancel"
+    limited = client.post(cancel)
+    assert (limited.status_code, limited.headers["retry-after"]) == (429, "1")
+    assert client.post(cancel).json()["status"] == "cancelled"
+
+
+def test_the_status_hook_gives_the_appointment_a_new_version(client):
+    """docs/lifecycle.md (booking_changed): any change of the stored status bumps the version, so a
+    customer change holding the old ETag is refused."""
+    appointment = create(client, "carolyns_dental", booking()).json()
+    body = {"organization_id": "carolyns_dental", "booking_id": appointment["id"], "status": "no_show"}
+    assert (
+        client.post("/_testing/appointment-status", json=body).json()["version"] == appointment["version"] + 1
+    )

@@ -237,6 +237,7 @@ def _create_locked(
         "verified_by": challenge.channel if challenge is not None else None,
         "client_metadata": dict(request.metadata),
         "created_utc": int(now.timestamp()),
+        "version": 1,
     }
     if challenge is not None:
         challenge.state = "consumed"
@@ -351,6 +352,7 @@ def appointment_out(appointment: Appointment, service: Service, now: datetime) -
             ),
             "verified_by": appointment.verified_by,
             "metadata": dict(appointment.client_metadata),
+            "version": appointment.version,
         }
     )
 
@@ -386,13 +388,17 @@ def set_status(
     actor: webhook_events.Actor,
     now: datetime,
     tokens: TokenSource,
+    **event: Any,
 ) -> AppointmentOut:
-    """Store `target` and queue its event in the caller's transaction; the appointment as it is now.
+    """Store `target` (a new version) and queue its event in the caller's transaction; the appointment as
+    it is now.
 
-    A status change other than a cancellation names the stored status it replaced (`previous_status`).
+    A status change other than a cancellation names the stored status it replaced (`previous_status`);
+    ``event`` adds members to the event's `data`.
     """
     previous = appointment.status
     appointment.status = target
+    appointment.version += 1
     session.add(appointment)
     changed = appointment_out(appointment, service, now)
     webhook_events.record(
@@ -403,5 +409,6 @@ def set_status(
         now=now,
         tokens=tokens,
         **({} if target == "cancelled" else {"previous_status": previous}),
+        **event,
     )
     return changed

@@ -163,6 +163,7 @@ def service_out(service: Service) -> ServiceOut:
                 ),
                 "late_grace_minutes": service.late_grace_minutes,
                 "no_show_fee": fixed_price(service.no_show_fee, service.currency),
+                "reschedule_fee": fixed_price(service.reschedule_fee, service.currency),
                 "payment": PaymentOut.model_validate(
                     {
                         "requirement": service.payment_requirement,

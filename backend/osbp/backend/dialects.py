@@ -6,9 +6,10 @@ transactions and keeps writers apart is here.
 Writers are serialised differently. SQLite has one writer at a time: every write transaction starts with
 `BEGIN IMMEDIATE`, so a read-then-write can never interleave with another writer, and :func:`serialise`
 has nothing left to do. PostgreSQL runs writers side by side (READ COMMITTED): a write that re-checks
-before it inserts (the slot of one provider, one Idempotency-Key, one contact's verification codes) first
-takes a transaction-scoped advisory lock per thing it re-checks, in the order it names them, so the
-re-check of a second writer starts only after the first one's commit, across processes and machines.
+before it writes (the slot of one provider, one Idempotency-Key, one appointment's status, one contact's
+verification codes) first takes a transaction-scoped advisory lock per thing it re-checks, in the order it
+names them, so the re-check of a second writer starts only after the first one's commit, across processes
+and machines.
 The exclusion constraint on active appointments (see `models`) is the backstop under that re-check.
 """
 
@@ -84,8 +85,8 @@ def writer(engine: Engine) -> Engine:
 def serialise(session: Session, *scopes: str) -> None:
     """Hold a transaction-scoped lock per scope, in the order given (no-op on SQLite: its writers are one).
 
-    Every caller names its scopes in the same order (Idempotency-Key, then provider, then contact), so two
-    transactions can never wait on each other in a cycle.
+    Every caller names its scopes in the same order (Idempotency-Key, then appointment, then provider, then
+    contact), so two transactions can never wait on each other in a cycle.
     """
     if session.get_bind().dialect.name != "postgresql":
         return

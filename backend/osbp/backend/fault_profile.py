@@ -31,18 +31,26 @@ __all__ = [
     "FaultProfile",
     "FaultRule",
     "Hit",
+    "Operation",
     "load_profile",
     "lost_response_rule",
     "outage_rule",
     "slow_create_rule",
+    "slow_rule",
 ]
 
 #: The longest any fault holds a request or a write lock (ms): the platform never hangs for good.
 MAX_HOLD_MS = 120_000
-#: How long the scenario hook's ``slow`` outcome holds the next appointment create before serving it (ms).
+#: How long the scenario hook's ``slow`` outcome holds the next appointment create before serving it, or
+#: the next cancel's or reschedule's commit (ms).
 SLOW_CREATE_MS = 2_000
-#: The native route every appointment create reaches (``POST …/appointments``).
-_CREATE_ENDPOINT = "create_appointment"
+#: The appointment writes the scenario hook can fault, and the native route each one reaches.
+Operation = Literal["create", "cancel", "reschedule"]
+_ENDPOINTS: dict[Operation, str] = {
+    "create": "create_appointment",
+    "cancel": "cancel_appointment",
+    "reschedule": "reschedule_appointment",
+}
 
 FaultMode = Literal["latency", "reset", "timeout", "error", "rate_limited", "lost_response", "slow_commit"]
 
@@ -130,18 +138,33 @@ def outage_rule(organization_id: str) -> FaultRule:
     return FaultRule(organization_id=organization_id, mode="error", status=503)
 
 
-def lost_response_rule(organization_id: str) -> FaultRule:
-    """The rule that applies every appointment create of one organization and drops its answer."""
-    return FaultRule(organization_id=organization_id, endpoint=_CREATE_ENDPOINT, mode="lost_response")
+def lost_response_rule(organization_id: str, operation: Operation = "create") -> FaultRule:
+    """The rule that applies every appointment create (or cancel, or reschedule) of one organization and
+    drops its answer."""
+    return FaultRule(organization_id=organization_id, endpoint=_ENDPOINTS[operation], mode="lost_response")
 
 
 def slow_create_rule(organization_id: str) -> FaultRule:
     """The rule that holds the next appointment create :data:`SLOW_CREATE_MS`, then serves it."""
     return FaultRule(
         organization_id=organization_id,
-        endpoint=_CREATE_ENDPOINT,
+        endpoint=_ENDPOINTS["create"],
         mode="latency",
         latency_ms=SLOW_CREATE_MS,
+        count=1,
+    )
+
+
+def slow_rule(organization_id: str, operation: Operation = "create") -> FaultRule:
+    """The scenario hook's slow `operation`: a create held before it is served (:func:`slow_create_rule`);
+    a cancel or reschedule whose commit holds the write lock :data:`SLOW_CREATE_MS` (once)."""
+    if operation == "create":
+        return slow_create_rule(organization_id)
+    return FaultRule(
+        organization_id=organization_id,
+        endpoint=_ENDPOINTS[operation],
+        mode="slow_commit",
+        hold_ms=SLOW_CREATE_MS,
         count=1,
     )
 
@@ -202,13 +225,11 @@ class FaultInjector:
 
     def reconnect(self, organization_id: str) -> None:
         """Serve ``organization_id`` again: remove the rules :meth:`cut_off` and the scenario hook's lost and
-        slow creates put in force (nothing else)."""
-        for rule in (
-            outage_rule(organization_id),
-            lost_response_rule(organization_id),
-            slow_create_rule(organization_id),
-        ):
-            self.remove(rule)
+        slow creates, cancels and reschedules put in force (nothing else)."""
+        self.remove(outage_rule(organization_id))
+        for operation in _ENDPOINTS:
+            self.remove(lost_response_rule(organization_id, operation))
+            self.remove(slow_rule(organization_id, operation))
 
     def put_first(self, rule: FaultRule) -> None:
         """Put ``rule`` first in the profile in force, its hit count at zero (an equal rule is replaced)."""

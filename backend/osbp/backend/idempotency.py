@@ -1,14 +1,16 @@
-"""`Idempotency-Key` handling for appointment creates (IETF httpapi idempotency-key draft semantics).
+"""`Idempotency-Key` handling for appointment creates, and the customer's cancel and reschedule (IETF
+httpapi idempotency-key draft semantics).
 
-Keys are scoped per organization and kept 24 hours on the platform clock. The key's check and the create
-run in ONE write transaction (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: after an advisory lock on the key,
+Keys are scoped per organization, shared by the three operations (the fingerprint names the operation), and
+kept 24 hours on the platform clock. The key's check and the create (or change) run in ONE write
+transaction (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: after an advisory lock on the key,
 so duplicates on several processes queue too; see `appointments.create`), so a process killed at any
 moment leaves either nothing (the key is free, the retry creates) or the appointment together with its
 stored response (the retry replays the 201): never a key stuck "in flight". A concurrent duplicate waits
-for the write lock and then replays. Only a successful create (201) is stored; a refusal stores nothing,
-so the client can retry the same key with a corrected request (for example adding the verification code
-after a 428). A record left `in_flight` by an older version of the platform never committed its create and
-is treated as absent.
+for the write lock and then replays. Only a success (201, or a change's 200) is stored; a refusal stores
+nothing, so the client can retry the same key with a corrected request (for example adding the
+verification code after a 428). A record left `in_flight` by an older version of the platform never
+committed its create and is treated as absent.
 """
 
 from __future__ import annotations
@@ -53,9 +55,7 @@ class Replay:
 def parse_key(header: str | None) -> str:
     """The key from the header (an RFC 8941 quoted string is unquoted), or 400 `idempotency_key_missing`."""
     if header is None:
-        raise ProblemError(
-            "idempotency_key_missing", "Appointment creates require an Idempotency-Key header."
-        )
+        raise ProblemError("idempotency_key_missing", "This request requires an Idempotency-Key header.")
     value = header.strip()
     if len(value) >= 2 and value[0] == value[-1] == '"':
         value = value[1:-1]

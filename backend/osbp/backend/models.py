@@ -104,6 +104,8 @@ class Service(SQLModel, table=True):
     cancellation_note: str = ""
     late_grace_minutes: int | None = None
     no_show_fee: str | None = None
+    #: What moving an appointment of this service costs the customer (None: nothing).
+    reschedule_fee: str | None = None
     payment_requirement: str = "none"
     deposit_amount: str | None = None
     verification: str = "none"
@@ -173,6 +175,10 @@ class Appointment(SQLModel, table=True):
     verified_by: str | None = None
     client_metadata: dict[str, str] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_utc: int = Field(sa_type=BigInteger)
+    #: Bumped by every change of the status or the time: the appointment's `ETag` (`If-Match`) is its digest.
+    version: int = 1
+    #: The fee a customer's cancel charged, as the cancel answered it (None: not cancelled by the customer).
+    cancellation_fee_charged: str | None = None
 
 
 class VerificationChallenge(SQLModel, table=True):

@@ -132,7 +132,7 @@ EXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
         "customer.phone must be an E.164 phone number such as +12125550100.",
         {"field": "customer.phone"},
     ),
-    "idempotency_key_missing": ("Appointment creates require an Idempotency-Key header.", {}),
+    "idempotency_key_missing": ("This request requires an Idempotency-Key header.", {}),
     "invalid_purpose": ("purpose must be 'booking:gus_notary'.", {}),
     "verification_failed": ("The verification code is not correct.", {"reason": "mismatch"}),
     "not_found": ("No such path: a path segment may not hold an encoded '/' or be '.' or '..'.", {}),
@@ -146,8 +146,18 @@ EXAMPLES: dict[str, tuple[str, dict[str, Any]]] = {
         {},
     ),
     "slot_unavailable": ("2026-05-05 07:00 is not an offered start for carolyns_dental_cleaning.", {}),
-    "appointment_not_cancellable": ("An appointment in status 'cancelled' cannot be cancelled.", {}),
+    "appointment_not_cancellable": ("The appointment is completed; it cannot be cancelled.", {}),
+    "appointment_not_reschedulable": (
+        "The appointment is cancelled; only a pending or confirmed appointment that has not started can be "
+        "moved.",
+        {},
+    ),
     "offer_changed": ("The offer changed since it was read: read availability again.", {}),
+    "appointment_changed": (
+        "The appointment changed since it was read (it is at version 3): read its change quote again and "
+        "send the new ETag as If-Match.",
+        {},
+    ),
     "idempotency_key_reused": ("This Idempotency-Key was already used with a different request body.", {}),
     "provider_not_eligible": (
         "Provider carolyns_dental_dr_okafor does not offer carolyns_dental_crown at carolyns_dental_midtown.",
@@ -222,7 +232,9 @@ HEADERS: dict[str, dict[str, Any]] = {
         "example": "57",
     },
     "ETag": {
-        "description": "Strong validator of the exact body; send it back as `If-None-Match`.",
+        "description": "Strong validator. On a catalog read, of the exact body: send it back as "
+        "`If-None-Match`. On an appointment's answers, of the appointment's version: send it back as "
+        "`If-Match` on its cancel or reschedule.",
         "schema": {"type": "string", "pattern": '^"[0-9a-f]{32}"$'},
         "example": '"3f1c0a9be2d44c1e8a0b7d6f5e4c3b2a"',
     },
@@ -237,7 +249,8 @@ HEADERS: dict[str, dict[str, Any]] = {
         "example": "/api/organizations/carolyns_dental/appointments/apt_7c1e2b9d04f3a6e1",
     },
     "Idempotent-Replayed": {
-        "description": "On a replayed create: the stored 201 sent again for a repeated Idempotency-Key.",
+        "description": "On a replayed create, cancel or reschedule: the stored answer sent again for a "
+        "repeated Idempotency-Key.",
         "schema": {"type": "string", "enum": ["true"]},
         "example": "true",
         "required": False,

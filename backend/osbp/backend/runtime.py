@@ -28,8 +28,12 @@ from osbp.backend.webhook_wakeup import Wakeup
 
 __all__ = ["ARMABLE_OUTCOMES", "Runtime"]
 
-#: Outcomes the test surface can arm for an organization's next appointment create.
-ARMABLE_OUTCOMES = ("slot_taken", "rate_limited", "requires_verification")
+#: Outcomes the test surface can arm, per operation, for an organization's next request of it.
+ARMABLE_OUTCOMES = {
+    "create": ("slot_taken", "rate_limited", "requires_verification"),
+    "cancel": ("rate_limited",),
+    "reschedule": ("slot_taken", "rate_limited"),
+}
 
 
 @dataclass
@@ -48,7 +52,7 @@ class Runtime:
     #: Where this process listens (recorded by whatever serves it, once bound): no webhook may go there.
     own_addresses: OwnAddresses = field(default_factory=OwnAddresses)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _armed: dict[str, str] = field(default_factory=dict)
+    _armed: dict[tuple[str, str], str] = field(default_factory=dict)
     _create_requests: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
@@ -77,15 +81,16 @@ class Runtime:
             faults=FaultInjector(settings.fault_profile()),
         )
 
-    def arm(self, organization_id: str, outcome: str) -> None:
-        """Make the organization's next appointment create fail with `outcome` (consumed once)."""
+    def arm(self, organization_id: str, outcome: str, operation: str = "create") -> None:
+        """Make the organization's next `operation` (an appointment create, cancel or reschedule) fail with
+        `outcome` (consumed once)."""
         with self._lock:
-            self._armed[organization_id] = outcome
+            self._armed[organization_id, operation] = outcome
 
-    def take_armed(self, organization_id: str) -> str | None:
-        """Consume and return the armed outcome for the organization, if any."""
+    def take_armed(self, organization_id: str, operation: str = "create") -> str | None:
+        """Consume and return the outcome armed for the organization's `operation`, if any."""
         with self._lock:
-            return self._armed.pop(organization_id, None)
+            return self._armed.pop((organization_id, operation), None)
 
     def count_create_request(self, organization_id: str) -> None:
         """Record that an appointment-create HTTP request arrived for the organization."""

@@ -134,6 +134,7 @@ class ServiceSeed(_Strict):
     cancellation_note: str = ""
     late_grace_minutes: NonNegativeInt | None = None
     no_show_fee: str | None = None
+    reschedule_fee: str | None = None
     payment_requirement: Literal["none", "deposit", "full_prepay", "unknown"] = "none"
     deposit_amount: str | None = None
     verification: Literal["none", "sms", "email"] = "none"
@@ -150,6 +151,7 @@ class ServiceSeed(_Strict):
             "deposit_amount": self.deposit_amount,
             "cancellation_fee": self.cancellation_fee,
             "no_show_fee": self.no_show_fee,
+            "reschedule_fee": self.reschedule_fee,
         } | {f"option {option.id} amount": option.amount for option in self.options}
         for name, amount in amounts.items():
             if amount is not None and _canonical(amount, self.currency) != amount:

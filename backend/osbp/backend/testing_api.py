@@ -1,11 +1,11 @@
 """The test-only control surface under `/_testing/`, mounted only when `enable_testing` is set.
 
-Arm an organization's next appointment create to fail (consumed once) or to be slow, make its whole API
-unreachable or its creates lose their answers until told otherwise, read the outbox (the stand-in
-SMS/email gateway), set or advance the platform clock, reset to seeds, read counters that prove a
-write did or did not happen, change a service's price or policy or a provider's name on the running
-platform (as a merchant editing its catalog would), give one appointment a native status directly (to
-grade a status mapping; no webhook event), read the webhook delivery log, and put a fault profile in
+Arm an organization's next appointment create, cancel or reschedule to fail (consumed once) or to be
+slow, make its whole API unreachable or those writes lose their answers until told otherwise, read the
+outbox (the stand-in SMS/email gateway), set or advance the platform clock, reset to seeds, read counters
+that prove a write did or did not happen, change a service's price or policy or a provider's name on the
+running platform (as a merchant editing its catalog would), give one appointment a native status directly
+(to grade a status mapping; no webhook event), read the webhook delivery log, and put a fault profile in
 force (`/_testing/faults`, see `osbp.backend.faults`). The shapes are a contract with the conformance
 battery and the demo.
 """
@@ -22,11 +22,11 @@ from sqlmodel import col, func, select
 from osbp.backend.api.deps import RuntimeDep, problem_responses
 from osbp.backend.appointments import appointment_out
 from osbp.backend.catalog import get_location, get_organization, get_provider, get_service, not_found
-from osbp.backend.fault_profile import FaultProfile, lost_response_rule, slow_create_rule
+from osbp.backend.fault_profile import FaultProfile, Operation, lost_response_rule, slow_rule
 from osbp.backend.faults import endpoint_names
 from osbp.backend.models import ACTIVE_STATUSES, Appointment, OutboxMessage
 from osbp.backend.problems import ProblemError
-from osbp.backend.runtime import Runtime
+from osbp.backend.runtime import ARMABLE_OUTCOMES, Runtime
 from osbp.backend.webhook_log import DeliveryLog, delivery_log
 from osbp.backend.wire import AppointmentOut, AppointmentStatus
 
@@ -45,7 +45,7 @@ router = APIRouter(prefix="/_testing", tags=["testing"])
 
 
 class ArmRequest(BaseModel):
-    """Arm the next appointment create of an organization."""
+    """Arm the next appointment create (or cancel, or reschedule) of an organization."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -63,6 +63,16 @@ class ArmRequest(BaseModel):
         "lost_response",
         "slow",
     ]
+    #: Which appointment write the outcome applies to (``unreachable``/``reachable`` concern every request).
+    #: For a cancel or reschedule, ``slow`` holds the commit's write lock, not the request.
+    operation: Operation = "create"
+
+    @model_validator(mode="after")
+    def _armable(self) -> ArmRequest:
+        connection = ("unreachable", "reachable", "lost_response", "slow")
+        if self.outcome not in connection and self.outcome not in ARMABLE_OUTCOMES[self.operation]:
+            raise ValueError(f"outcome {self.outcome!r} cannot be armed for the {self.operation} operation")
+        return self
 
 
 class AppointmentStatusRequest(BaseModel):
@@ -146,6 +156,7 @@ class ServiceChange(BaseModel):
     cancellation_window_minutes: int | None = Field(default=None, ge=0)
     cancellation_fee: str | None = Field(default=None, pattern=r"^\d+\.\d{2}$")
     no_show_fee: str | None = Field(default=None, pattern=r"^\d+\.\d{2}$")
+    reschedule_fee: str | None = Field(default=None, pattern=r"^\d+\.\d{2}$")
 
 
 class ProviderChange(BaseModel):
@@ -187,10 +198,11 @@ def _iso(epoch: int | float) -> str:
 
 @router.post("/arm", response_model=Armed, responses=problem_responses("organization_not_found"))
 def arm(body: ArmRequest, runtime: RuntimeDep) -> Armed:
-    """Make the organization's next appointment create fail with `outcome`, once; make the organization's
-    whole native API unreachable (`unreachable`, every request a 503), or drop the answer of each of its
-    appointment creates after applying it (`lost_response`), until `reachable`; or hold its next create
-    two seconds before serving it (`slow`)."""
+    """Make the organization's next appointment create (or the `operation` given: cancel, reschedule) fail
+    with `outcome`, once; make the organization's whole native API unreachable (`unreachable`, every request
+    a 503), or drop the answer of each of its creates (cancels, reschedules) after applying it
+    (`lost_response`), until `reachable`; or hold its next create two seconds before serving it, or its next
+    cancel's or reschedule's commit two seconds (`slow`)."""
     with runtime.db.read() as session:
         get_organization(session, body.organization_id)
     if body.outcome == "unreachable":
@@ -198,11 +210,11 @@ def arm(body: ArmRequest, runtime: RuntimeDep) -> Armed:
     elif body.outcome == "reachable":
         runtime.faults.reconnect(body.organization_id)
     elif body.outcome == "lost_response":
-        runtime.faults.put_first(lost_response_rule(body.organization_id))
+        runtime.faults.put_first(lost_response_rule(body.organization_id, body.operation))
     elif body.outcome == "slow":
-        runtime.faults.put_first(slow_create_rule(body.organization_id))
+        runtime.faults.put_first(slow_rule(body.organization_id, body.operation))
     else:
-        runtime.arm(body.organization_id, body.outcome)
+        runtime.arm(body.organization_id, body.outcome, body.operation)
     return Armed(organization_id=body.organization_id, armed=body.outcome)
 
 
@@ -365,6 +377,7 @@ def set_appointment_status(body: AppointmentStatusRequest, runtime: RuntimeDep) 
             detail = f"No appointment {body.booking_id!r} at {body.organization_id!r}."
             raise not_found(session, body.organization_id, "appointment_not_found", detail)
         appointment.status = body.status
+        appointment.version += 1
         session.add(appointment)
         service = get_service(session, body.organization_id, appointment.service_id)
         return appointment_out(appointment, service, runtime.clock.now())

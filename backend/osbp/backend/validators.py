@@ -10,13 +10,15 @@
   the slot's identity). ``POST …/appointments`` with ``If-Match: "<offer_token>"`` is refused with ``412
   offer_changed`` when the token the platform computes for the requested slot, inside the create's write
   transaction, differs (RFC 9110 §13.1.1). Whether the slot is still free is the create's own ``409``.
+* An appointment's answers carry a strong ``ETag`` of its ``version`` (:func:`appointment_tag`), which the
+  customer's cancel and reschedule check as ``If-Match`` (``412 appointment_changed``).
 """
 
 from __future__ import annotations
 
 import hashlib
 
-__all__ = ["REVISION_HEADER", "entity_tag", "matches_any", "offer_token"]
+__all__ = ["REVISION_HEADER", "appointment_tag", "entity_tag", "matches_any", "offer_token"]
 
 #: The response header carrying the catalog version an answer was computed at.
 REVISION_HEADER = "Bookwell-Catalog-Revision"
@@ -33,6 +35,12 @@ def offer_token(
     """The opaque validator of one offered slot at one catalog version."""
     material = "\x1f".join((version, location_id, provider_id, service_id, date, time))
     return "ofr_" + hashlib.sha256(material.encode()).hexdigest()[:32]
+
+
+def appointment_tag(appointment_id: str, version: int) -> str:
+    """The strong ETag of one version of an appointment, quoted (opaque: it changes with every change)."""
+    material = f"{appointment_id}\x1f{version}"
+    return '"' + hashlib.sha256(material.encode()).hexdigest()[:32] + '"'
 
 
 def _tags(header: str) -> list[str]:

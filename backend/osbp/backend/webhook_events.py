@@ -5,8 +5,8 @@ sends the same bytes) and one pending delivery per endpoint subscribed to its ty
 with the change itself. A change nobody listens to writes nothing, and wakes nothing: only a transaction
 that queued a delivery wakes the worker, once it commits (`Database.on_events_queued`). The body follows
 Standard Webhooks: `{"type", "timestamp", "data"}`, and `data` holds the appointment document as it is
-after the change, the `actor` (`customer` or `merchant`) and, per type, `previous_status` or `previous`
-(the old times).
+after the change, the `actor` (`customer` or `merchant`) and, per type, `previous_status`, `previous`
+(where and when it was) or, for a customer's cancel, `cancellation_fee`.
 """
 
 from __future__ import annotations

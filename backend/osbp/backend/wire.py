@@ -17,11 +17,17 @@ from osbp.backend.text import PlainText
 
 __all__ = [
     "Address",
+    "AppointmentCancelled",
     "AppointmentCreate",
     "AppointmentOut",
+    "AppointmentReschedule",
+    "AppointmentRescheduled",
     "AppointmentStatus",
+    "AppointmentTimes",
     "AvailabilityOut",
+    "CancelQuote",
     "CancellationOut",
+    "ChangeQuoteOut",
     "Coordinates",
     "CustomerIn",
     "CustomerOut",
@@ -35,11 +41,13 @@ __all__ = [
     "PolicyOut",
     "Price",
     "ProviderOut",
+    "RescheduleQuote",
     "ServiceList",
     "ServiceOut",
     "SlotOut",
     "VerificationOut",
     "VerificationSend",
+    "WallClock",
 ]
 
 PriceKind = Literal["fixed", "insurance_dependent", "quote_required", "unknown"]
@@ -165,6 +173,8 @@ class PolicyOut(BaseModel):
     cancellation: CancellationOut
     late_grace_minutes: int | None
     no_show_fee: Price | None
+    #: What the customer's reschedule of an appointment of this service costs (null: nothing).
+    reschedule_fee: Price | None
     payment: PaymentOut
     verification: Literal["sms", "email", "none"]
 
@@ -306,6 +316,91 @@ class AppointmentOut(BaseModel):
     customer: CustomerOut
     verified_by: Literal["sms", "email"] | None
     metadata: dict[str, str]
+    #: Bumped by every change of its status or time; the ETag of the appointment's answers is its digest.
+    version: int = Field(ge=1)
+
+
+class AppointmentReschedule(BaseModel):
+    """The body of a customer's reschedule: the new slot, as a create names it (same service)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    location_id: PlainText = Field(min_length=1, max_length=100)
+    provider_id: PlainText = Field(min_length=1, max_length=100)
+    date: str = Field(pattern=DATE_PATTERN, examples=["2026-05-06"])
+    time: str = Field(pattern=TIME_PATTERN, examples=["14:00"])
+
+    @field_validator("date")
+    @classmethod
+    def _real_date(cls, value: str) -> str:
+        date_type.fromisoformat(value)
+        return value
+
+
+class WallClock(BaseModel):
+    """A merchant-local wall-clock moment (in the appointment's `time_zone`)."""
+
+    date: str
+    time: str
+
+
+class AppointmentTimes(BaseModel):
+    """Where and when an appointment was, before a reschedule moved it."""
+
+    location_id: str
+    provider_id: str
+    date: str
+    time: str
+    end_date: str
+    end_time: str
+    time_zone: str
+
+
+class AppointmentCancelled(AppointmentOut):
+    """A cancelled appointment, with the cancellation fee the customer's cancel charged (zero when free)."""
+
+    cancellation_fee: Price
+
+
+class AppointmentRescheduled(AppointmentOut):
+    """A moved appointment (the same id), with the fee the move charged and where it was before."""
+
+    reschedule_fee: Price
+    previous: AppointmentTimes
+
+
+class CancelQuote(BaseModel):
+    """What a customer's cancel would do now, on the platform clock."""
+
+    #: Whether a cancel now cancels it (the status table and the service's policy allow it).
+    allowed: bool
+    #: The fee a cancel now charges: the policy's fee inside the late window, else zero.
+    fee: Price
+    #: When the policy's fee starts applying (merchant-local; the booking's own time when the policy has no
+    #: free window); null when the policy charges no cancellation fee.
+    fee_from: WallClock | None
+    #: The policy's late window before the start, in minutes (null: none).
+    window_minutes: int | None
+
+
+class RescheduleQuote(BaseModel):
+    """What a customer's reschedule would do now."""
+
+    allowed: bool
+    #: The fee a reschedule charges (the service's reschedule fee; zero when it has none).
+    fee: Price
+
+
+class ChangeQuoteOut(BaseModel):
+    """The terms of cancelling or moving an appointment now, at the appointment's `version`."""
+
+    appointment_id: str
+    organization_id: str
+    status: AppointmentStatus
+    version: int
+    time_zone: str
+    cancel: CancelQuote
+    reschedule: RescheduleQuote
 
 
 class VerificationSend(BaseModel):

@@ -1,4 +1,5 @@
-"""Appointments: idempotent create, read, cancel and no-show.
+"""Appointments: idempotent create, read, and the deprecated no-show (the customer's changes are
+`osbp.backend.api.changes`). Every answer about an appointment carries its `ETag` (its version).
 
 Read routes are `async def` and query SQLite on the event loop: a read is a few indexed rows and a
 millisecond or two of Python, WAL readers never wait for a writer, and under the GIL a worker thread
@@ -8,7 +9,6 @@ may wait out the busy timeout) stay `def`, in the thread pool.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header
@@ -16,13 +16,11 @@ from starlette.responses import JSONResponse, Response
 
 from osbp.backend import appointments, merchant
 from osbp.backend.api.deps import RuntimeDep, model_response, problem_responses
-from osbp.backend.appointments import native_status
+from osbp.backend.changes import not_cancellable
 from osbp.backend.idempotency import parse_key
-from osbp.backend.models import Appointment
 from osbp.backend.openapi import answer_headers, header_parameter
 from osbp.backend.problems import Problem, ProblemError
-from osbp.backend.runtime import Runtime
-from osbp.backend.webhook_events import Actor
+from osbp.backend.validators import appointment_tag
 from osbp.backend.wire import AppointmentCreate, AppointmentOut
 
 __all__ = ["router"]
@@ -108,7 +106,7 @@ def _path(organization_id: str, appointment_id: str) -> str:
         "requires_verification",
         "rate_limited",
     )
-    | answer_headers(201, "Location", "Idempotent-Replayed"),
+    | answer_headers(201, "Location", "ETag", "Idempotent-Replayed"),
     openapi_extra=CREATE_OPENAPI,
 )
 def create_appointment(
@@ -134,72 +132,55 @@ def create_appointment(
         tokens=runtime.tokens,
         if_match=if_match,
     )
-    headers = {"Location": _path(organization_id, str(outcome.body.get("id", "")))}
+    appointment_id = str(outcome.body.get("id", ""))
+    headers = {
+        "Location": _path(organization_id, appointment_id),
+        "ETag": appointment_tag(appointment_id, int(outcome.body.get("version", 1))),
+    }
     if outcome.replayed:
         headers["Idempotent-Replayed"] = "true"
     return JSONResponse(outcome.body, status_code=outcome.status_code, headers=headers)
 
 
+def _with_tag(appointment: AppointmentOut) -> Response:
+    """The appointment document with its ETag."""
+    return model_response(appointment, {"ETag": appointment_tag(appointment.id, appointment.version)})
+
+
 @router.get(
     "/organizations/{organization_id}/appointments/{appointment_id}",
     response_model=AppointmentOut,
-    responses=problem_responses("organization_not_found", "appointment_not_found"),
+    responses=problem_responses("organization_not_found", "appointment_not_found")
+    | answer_headers(200, "ETag"),
 )
 async def read_appointment(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
     """One appointment with its native status."""
     found = appointments.get(
         runtime.db, organization_id=organization_id, appointment_id=appointment_id, now=runtime.clock.now()
     )
-    return model_response(found)
-
-
-_TRANSITION_PROBLEMS = problem_responses(
-    "organization_not_found", "appointment_not_found", "appointment_not_cancellable"
-)
-#: The customer surface's refusals (`appointment_not_cancellable`); the rules are the merchant table's.
-_REFUSALS = {
-    "cancel": "The appointment is {status}; it cannot be cancelled.",
-    "no-show": "Only a confirmed appointment that has started can be marked a no-show.",
-}
-
-
-def _not_cancellable(action: str, appointment: Appointment, now: datetime) -> ProblemError:
-    status = native_status(appointment, now)
-    return ProblemError("appointment_not_cancellable", _REFUSALS[action].format(status=status))
-
-
-@router.post(
-    "/organizations/{organization_id}/appointments/{appointment_id}/cancel",
-    response_model=AppointmentOut,
-    responses=_TRANSITION_PROBLEMS,
-)
-def cancel_appointment(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
-    """Cancel a pending or upcoming appointment (frees the provider's time); cancelling a cancelled
-    appointment answers it unchanged, so a retry after a lost answer is safe."""
-    return _act(runtime, organization_id, appointment_id, "cancel", actor="customer")
+    return _with_tag(found)
 
 
 @router.post(
     "/organizations/{organization_id}/appointments/{appointment_id}/no-show",
     response_model=AppointmentOut,
-    responses=_TRANSITION_PROBLEMS,
+    responses=problem_responses(
+        "organization_not_found", "appointment_not_found", "appointment_not_cancellable"
+    )
+    | answer_headers(200, "ETag"),
     deprecated=True,
 )
 def mark_no_show(organization_id: str, appointment_id: str, runtime: RuntimeDep) -> Response:
     """Deprecated (Deprecation, Sunset and Link headers): the merchant's
     `POST …/merchant/appointments/{appointment_id}/no-show` replaces it, with the same rule."""
-    return _act(runtime, organization_id, appointment_id, "no-show", actor="merchant")
-
-
-def _act(runtime: Runtime, organization_id: str, appointment_id: str, name: str, *, actor: Actor) -> Response:
     changed = merchant.act(
         runtime.db,
         organization_id=organization_id,
         appointment_id=appointment_id,
-        action=merchant.ACTIONS[name],
+        action=merchant.ACTIONS["no-show"],
         now=runtime.clock.now(),
         tokens=runtime.tokens,
-        actor=actor,
-        refusal=_not_cancellable,
+        actor="merchant",
+        refusal=not_cancellable,
     )
-    return model_response(changed)
+    return _with_tag(changed)

@@ -10,6 +10,7 @@ re-exported here beside the other things every route module imports.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -32,14 +33,14 @@ async def _runtime(request: Request) -> Runtime:
 RuntimeDep = Annotated[Runtime, Depends(_runtime)]
 
 
-def model_response(model: BaseModel) -> Response:
+def model_response(model: BaseModel, headers: Mapping[str, str] | None = None) -> Response:
     """A wire model rendered as the JSON response, exactly as its declared ``response_model`` would be.
 
     The models are validated when built, so the route hands over finished bytes: FastAPI would otherwise
     dump the model, validate the dump again and serialize it, in a second worker-thread hop for a
     `def` route. The route's ``response_model`` still documents the shape in the OpenAPI schema.
     """
-    return json_response(model_json(model))
+    return json_response(model_json(model), headers)
 
 
 def model_json(model: BaseModel) -> bytes:
@@ -47,6 +48,6 @@ def model_json(model: BaseModel) -> bytes:
     return model.model_dump_json(by_alias=True).encode()
 
 
-def json_response(body: bytes) -> Response:
-    """Finished JSON bytes as the response."""
-    return Response(body, media_type="application/json")
+def json_response(body: bytes, headers: Mapping[str, str] | None = None) -> Response:
+    """Finished JSON bytes as the response (with ``headers``, if any)."""
+    return Response(body, media_type="application/json", headers=headers)
