@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.osbp-installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install lint typecheck pytest test quick demo bench traces conformance mutation backend mcp clean
+.PHONY: help install lint typecheck pytest test matrix quick demo bench traces conformance mutation backend mcp clean
 
 # Bold target names on a terminal only: piped or captured output stays plain text.
 help: ## Show this list of targets
@@ -44,11 +44,17 @@ lint: install ## Ruff lint and formatting, and the import contracts between the 
 typecheck: install ## Mypy (strict on source)
 	$(BIN)/mypy
 
-# Two workers (these machines have two cores); --dist loadfile keeps a file's module-scoped servers in one.
-pytest: install ## The test suite only (two workers)
-	$(BIN)/pytest -q -n 2 --dist loadfile
+# Two workers (these machines have two cores); --dist loadfile keeps a file's module-scoped servers in one, and
+# --no-loadscope-reorder keeps the collection order, which starts the longest modules first (tests/conftest.py).
+pytest: install ## The test suite only (two workers), without the kill matrix's run
+	$(BIN)/pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not matrix"
 
-test: lint typecheck pytest ## Lint, type-check and run every test (what CI runs)
+test: lint typecheck pytest ## Lint, type-check and run the test suite (CI runs it, then `make matrix`)
+
+# About 700 CPU-seconds (ninety-nine battery runs), a test of the battery itself like `make mutation`: on its own
+# so that `make test` stays a quarter hour on two cores; CI runs both.
+matrix: install ## The kill matrix: the battery against the right server and every mutant (about 10 minutes)
+	$(BIN)/pytest -q -m matrix tests/conformance/mutants/test_kill_matrix.py
 
 quick: install ## Inner loop: lint, then the tests that start no subprocess, stopping at the first failure
 	$(BIN)/ruff check .

@@ -48,6 +48,7 @@ def test_the_documented_matrix_lists_every_mutant_in_catalog_order():
 
 
 @pytest.mark.integration
+@pytest.mark.matrix
 def test_the_right_server_passes_every_check_in_the_matrix_run(matrix):
     """OSBP spec (whole): the unmutated server passes the battery beside the mutants, on the same platform,
     every hook given (nothing skipped)."""
@@ -56,6 +57,7 @@ def test_the_right_server_passes_every_check_in_the_matrix_run(matrix):
 
 
 @pytest.mark.integration
+@pytest.mark.matrix
 def test_every_mutant_is_killed_by_a_check_that_names_its_rule(matrix):
     """Platform choice (docs/conformance.md): no mutant survives unless it declares the check it awaits."""
     survivors = {
@@ -65,6 +67,7 @@ def test_every_mutant_is_killed_by_a_check_that_names_its_rule(matrix):
 
 
 @pytest.mark.integration
+@pytest.mark.matrix
 def test_a_mutant_awaiting_a_stronger_check_is_no_longer_marked_once_it_is_killed(matrix):
     """Platform choice (docs/conformance.md): the awaits notes shrink as the battery gets stronger."""
     killed_but_awaiting = [m.name for m in MUTANTS if m.awaits and matrix.killed(m)]
@@ -72,6 +75,7 @@ def test_a_mutant_awaiting_a_stronger_check_is_no_longer_marked_once_it_is_kille
 
 
 @pytest.mark.integration
+@pytest.mark.matrix
 def test_the_documented_kill_matrix_is_the_one_this_run_produces(matrix):
     """Platform choice (docs/conformance.md): regenerate with `python -m tests.conformance.mutants --matrix
     --write`."""
