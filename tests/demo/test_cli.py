@@ -205,3 +205,18 @@ def test_the_demos_platform_process_ends_with_the_demo_even_when_it_is_killed(tm
             demo.wait(timeout=30)
         if demo.stdout is not None:
             demo.stdout.close()
+
+
+def test_the_child_watchers_note_after_the_loop_closed_is_dropped_and_other_asyncio_records_kept():
+    """Platform choice (the CLI's error is one line): only the watcher's "Loop … that handles pid … is
+    closed" record, which a server left to exit on its own after a failed start produces, is dropped."""
+    import logging
+
+    from osbp.demo.cli import _drop_reaped_after_loop
+
+    def record(msg: str, *args: object) -> logging.LogRecord:
+        return logging.LogRecord("asyncio", logging.WARNING, __file__, 1, msg, args, None)
+
+    assert _drop_reaped_after_loop(record("Loop %r that handles pid %r is closed", "loop", 42)) is False
+    assert _drop_reaped_after_loop(record("Unknown child process pid %d, will report returncode 255", 42))
+    assert _drop_reaped_after_loop(record("Task exception was never retrieved"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import sys
 import tempfile
 import tomllib
@@ -93,9 +94,21 @@ def _start_error(error: BaseException) -> platform_process.PlatformStartError | 
     return None
 
 
+#: asyncio's child watcher reports a child that exits after its event loop closed. When the platform fails
+#: to start, the task group cancels the MCP server's launch; a server spawned but not yet handed to the
+#: SDK's stdio client then exits on its own (stdin closed) after `anyio.run` returns: only this line says so.
+_REAPED_AFTER_LOOP = "Loop %r that handles pid %r is closed"
+
+
+def _drop_reaped_after_loop(record: logging.LogRecord) -> bool:
+    """Keep every asyncio record but the child watcher's note above (the CLI's error stays one line)."""
+    return record.msg != _REAPED_AFTER_LOOP
+
+
 def main(argv: Sequence[str]) -> int:
     """Run the demo; 0 when every expected outcome happened."""
     args = build_parser().parse_args(list(argv))
+    logging.getLogger("asyncio").addFilter(_drop_reaped_after_loop)
     now = _parse_now(args.now)
     if isinstance(now, str):
         print(f"osbp demo: {now}", file=sys.stderr)
